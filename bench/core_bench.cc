@@ -1,0 +1,80 @@
+// Core benchmark: tracing cost per elementwise op, and a cache-hit mark_step
+// against a cache-miss one for the same 100-node graph, in the same run.
+// Medians over many repetitions (the machine is shared and noisy).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "ordo/ordo.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Median nanoseconds per op over batches of traced elementwise ops.
+double trace_ns_per_op() {
+  constexpr int kBatches = 200, kOpsPerBatch = 1000;
+  ordo::Tensor x = ordo::from_vector<float>({1, 2, 3, 4}, {4});
+  std::vector<double> samples;
+  for (int b = 0; b < kBatches; ++b) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kOpsPerBatch; ++i) {
+      ordo::Tensor y = ordo::add(x, x);
+    }
+    samples.push_back(seconds_since(start) * 1e9 / kOpsPerBatch);
+  }
+  return median(samples);
+}
+
+// A data leaf and 99 unary ops: a 100-node graph, with one live result.
+ordo::Tensor trace_chain(const ordo::Tensor& x) {
+  ordo::Tensor y = x;
+  for (int i = 0; i < 99; ++i) y = (i % 2 == 0) ? ordo::tanh(y) : ordo::neg(y);
+  return y;
+}
+
+// Median microseconds of mark_step alone; before_each runs untimed.
+double mark_step_us(int repetitions, const std::function<void()>& before_each) {
+  ordo::Tensor x = ordo::rand_uniform({16}, 1);
+  std::vector<double> samples;
+  for (int r = 0; r < repetitions; ++r) {
+    before_each();
+    ordo::Tensor y = trace_chain(x);
+    const auto start = Clock::now();
+    ordo::mark_step();
+    samples.push_back(seconds_since(start) * 1e6);
+    ordo::wait_device_ops(0);
+  }
+  return median(samples);
+}
+
+}  // namespace
+
+int main() {
+  ordo::init(1);
+  const double trace_ns = trace_ns_per_op();
+  ordo::reset_compile_cache();
+  mark_step_us(1, [] {});  // warm: the plan is cached from here on
+  const double hit_us = mark_step_us(500, [] {});
+  const double miss_us = mark_step_us(500, [] { ordo::reset_compile_cache(); });
+  const double ratio = miss_us / hit_us;
+  std::printf("tracing one elementwise op (median):     %8.1f ns   target <= 1000 ns  %s\n",
+              trace_ns, trace_ns <= 1000 ? "MET" : "MISSED");
+  std::printf("mark_step, 100-node graph, cache hit:     %8.2f us\n", hit_us);
+  std::printf("mark_step, 100-node graph, cache miss:    %8.2f us\n", miss_us);
+  std::printf("cache miss / cache hit:                   %8.1f x    target >= 20 x     %s\n", ratio,
+              ratio >= 20 ? "MET" : "MISSED");
+  ordo::shutdown();
+  return 0;
+}

@@ -1,0 +1,82 @@
+// Element types and shapes of ordo tensors.
+//
+//   ordo::DType t = ordo::DType::kFloat32;
+//   ordo::dtype_size(t);            // 4
+//   ordo::dtype_name(t);            // "float32"
+//   ordo::Shape s{2, 3};
+//   ordo::shape_numel(s);           // 6
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ordo {
+
+// The list of element types. Each entry: enum name, C++ type, printable name.
+#define ORDO_DTYPES(X)                 \
+  X(kBool, bool, "bool")               \
+  X(kInt32, int32_t, "int32")          \
+  X(kInt64, int64_t, "int64")          \
+  X(kFloat32, float, "float32")        \
+  X(kFloat64, double, "float64")
+
+enum class DType : uint8_t {
+#define ORDO_DTYPE_ENUM(name, type, str) name,
+  ORDO_DTYPES(ORDO_DTYPE_ENUM)
+#undef ORDO_DTYPE_ENUM
+};
+inline constexpr int kNumDTypes = 5;
+
+size_t dtype_size(DType dtype);
+std::string_view dtype_name(DType dtype);
+bool is_floating(DType dtype);
+bool is_integral(DType dtype);  // int32 and int64 (not bool)
+
+// The result type of a binary operation: the higher category wins
+// (bool < integer < floating), then the wider type within it.
+DType promote_types(DType a, DType b);
+
+template <typename T>
+constexpr DType dtype_of();
+#define ORDO_DTYPE_OF(name, type, str) \
+  template <>                          \
+  constexpr DType dtype_of<type>() {   \
+    return DType::name;                \
+  }
+ORDO_DTYPES(ORDO_DTYPE_OF)
+#undef ORDO_DTYPE_OF
+
+// Dense row-major shape; an empty shape is a 0-d scalar.
+using Shape = std::vector<int64_t>;
+
+int64_t shape_numel(const Shape& shape);
+std::string shape_to_string(const Shape& shape);
+
+// A number given by the caller, kept exact for integers.
+class Scalar {
+ public:
+  Scalar(bool v) : kind_(Kind::kBool), i_(v), d_(v) {}
+  Scalar(int v) : kind_(Kind::kInt), i_(v), d_(v) {}
+  Scalar(int64_t v) : kind_(Kind::kInt), i_(v), d_(static_cast<double>(v)) {}
+  Scalar(double v) : kind_(Kind::kFloat), i_(static_cast<int64_t>(v)), d_(v) {}
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}
+
+  bool is_bool() const { return kind_ == Kind::kBool; }
+  bool is_integral() const { return kind_ == Kind::kInt; }
+  bool is_floating() const { return kind_ == Kind::kFloat; }
+  int64_t to_int() const { return i_; }
+  double to_double() const { return d_; }
+  // The dtype a tensor made from this scalar alone gets.
+  DType default_dtype() const;
+
+ private:
+  enum class Kind : uint8_t { kBool, kInt, kFloat };
+  Kind kind_;
+  int64_t i_;
+  double d_;
+};
+
+}  // namespace ordo

@@ -1,0 +1,78 @@
+// The runtime: local devices, their workers, graph cuts and the compile cache.
+//
+//   ordo::init(4);                       // or ORDO_NUM_DEVICES=4, default 4
+//   ordo::DeviceGuard on(2);             // this thread now traces on device 2
+//   ordo::Tensor x = ordo::ones({8}) * 3.0;
+//   ordo::mark_step();                   // submit device 2's graph, don't wait
+//   ordo::wait_device_ops();             // wait for every device's queue
+//   ordo::compile_cache_stats().hits;    // graphs reused instead of compiled
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ordo/tensor.h"
+
+namespace ordo {
+
+// Starts the runtime with num_devices local devices. Optional: the first use
+// starts it with ORDO_NUM_DEVICES (default 4). Calling it again with another
+// count needs shutdown() first.
+void init(int num_devices);
+// Waits for every device's queue, stops the workers and resets all state.
+// Tensors of the old runtime can no longer be read or traced.
+void shutdown();
+bool is_initialized();
+
+int num_devices();
+// Each thread has a current device (0 until set) used by ops that create
+// tensors and by mark_step() without an argument.
+int current_device();
+void set_current_device(int device);
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Cuts the device's graph: every live pending tensor of the device is
+// materialized by one compiled graph, submitted to the device's worker.
+// Returns once submitted. Throws the error of an earlier failed graph of
+// this device first (once), leaving the pending graph untouched.
+void mark_step(int device = -1);
+// Waits until the device's worker has run everything submitted so far.
+void wait_device_ops(int device);
+void wait_device_ops();  // every device
+
+// The text of the graph that mark_step(device) would compile now.
+std::string dump_pending_graph(int device = -1);
+// The text of the graph that computes the given tensors.
+std::string dump_graph(const std::vector<Tensor>& tensors);
+
+struct CompileCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t entries = 0;
+  int64_t capacity = 0;
+};
+CompileCacheStats compile_cache_stats();
+// Drops every cached plan and resets the counters; capacity >= 1.
+void reset_compile_cache(int64_t capacity = 1024);
+
+enum class ScheduleMode { kDefault, kRandom };
+struct ScheduleOptions {
+  ScheduleMode mode = ScheduleMode::kDefault;
+  uint64_t seed = 0;  // kRandom: the seed of every choice among ready nodes
+};
+// How the device's future graphs are ordered. Plans are cached per
+// (graph, schedule), so changing it compiles anew.
+void set_schedule(int device, ScheduleOptions options);
+
+}  // namespace ordo

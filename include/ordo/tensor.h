@@ -1,0 +1,188 @@
+// A lazy tensor: a handle to a value on one device. Ops on tensors only record
+// IR; the value is computed when the device's graph is cut (ordo::mark_step)
+// or when the tensor is read.
+//
+//   ordo::Tensor x = ordo::from_vector<float>({1, 2, 3, 4}, {2, 2});
+//   ordo::Tensor y = ordo::relu(x * 2.0 - 3.0);   // nothing runs yet
+//   ordo::mark_step();                            // y's graph is submitted
+//   std::vector<float> v = y.to_vector<float>();  // waits: {0, 1, 3, 5}
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ordo/dtype.h"
+#include "ordo/error.h"
+
+namespace ordo {
+
+namespace lazy {
+class TensorImpl;
+}
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<lazy::TensorImpl> impl);
+
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const;
+  const Shape& shape() const;
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numel() const { return shape_numel(shape()); }
+  int device() const;
+
+  // True while the value is only recorded IR (no mark_step has cut it yet).
+  bool is_pending() const;
+
+  // Waits for the value, running the device's pending graph first if this
+  // tensor is part of it, and copies it into dst (exactly nbytes long).
+  void copy_to_host(void* dst, size_t nbytes) const;
+
+  template <typename T>
+  std::vector<T> to_vector() const {
+    ORDO_DTYPE_CHECK(dtype_of<T>() == dtype(), "to_vector: tensor is ", dtype_name(dtype()),
+                     ", asked for ", dtype_name(dtype_of<T>()));
+    std::vector<T> out(static_cast<size_t>(numel()));
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(out.size());
+      copy_to_host(bytes.data(), bytes.size());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = bytes[i] != 0;
+    } else {
+      copy_to_host(out.data(), out.size() * sizeof(T));
+    }
+    return out;
+  }
+
+  template <typename T>
+  T item() const {
+    ORDO_ARG_CHECK(numel() == 1, "item: tensor has ", numel(), " elements, not 1");
+    return to_vector<T>()[0];
+  }
+
+  // Rebinds this handle to the value of other (same device, dtype and shape):
+  // the in-place update that optimizers and in-place collectives use.
+  void assign(const Tensor& other);
+
+  const std::shared_ptr<lazy::TensorImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<lazy::TensorImpl> impl_;
+};
+
+// ---- Creation. device < 0 means the calling thread's current device. ----
+
+// Copies nbytes = numel * dtype_size(dtype) bytes from data.
+Tensor from_host(const void* data, DType dtype, const Shape& shape, int device = -1);
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, int device = -1) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    ORDO_ARG_CHECK(static_cast<int64_t>(bytes.size()) == shape_numel(shape), "from_vector: ",
+                   values.size(), " values for shape ", shape_to_string(shape));
+    return from_host(bytes.data(), DType::kBool, shape, device);
+  } else {
+    ORDO_ARG_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ",
+                   values.size(), " values for shape ", shape_to_string(shape));
+    return from_host(values.data(), dtype_of<T>(), shape, device);
+  }
+}
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, int device = -1);
+Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, int device = -1);
+Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, int device = -1);
+// [start, stop) by step, like numpy.arange.
+Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::kInt64,
+              int device = -1);
+// Seeded random numbers: the same seed gives the same numbers on every run
+// and every machine (a counter-based generator, independent of threads).
+Tensor rand_uniform(const Shape& shape, uint64_t seed, double low = 0.0, double high = 1.0,
+                    DType dtype = DType::kFloat32, int device = -1);
+Tensor rand_normal(const Shape& shape, uint64_t seed, double mean = 0.0, double stddev = 1.0,
+                   DType dtype = DType::kFloat32, int device = -1);
+
+// ---- Elementwise. Binary ops broadcast like numpy and promote dtypes
+// (bool < int32 < int64 < float32 < float64). ----
+
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor logical_not(const Tensor& x);
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor cast(const Tensor& x, DType dtype);
+
+// A scalar operand becomes a 0-d tensor of the other operand's dtype when its
+// kind fits (an integer scalar with a float tensor), else of its own kind.
+Tensor scalar_like(Scalar value, const Tensor& other);
+
+// ---- Reductions. An empty axes list reduces every axis; negative axes count
+// from the end. ----
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+// Index (int64) of the first maximum within the reduced axes, counted
+// row-major over those axes.
+Tensor argmax(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+
+// ---- Linear algebra and movement. ----
+
+// numpy.matmul: 1-D, 2-D and batched (batch dimensions broadcast).
+Tensor matmul(const Tensor& a, const Tensor& b);
+// One dimension may be -1 (inferred).
+Tensor reshape(const Tensor& x, const Shape& shape);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+// Python slice semantics on one axis: start/stop are clamped, step > 0.
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// Picks whole slices of x along axis by a 1-D integer index.
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+// torch.gather: out[i][j] = x[index[i][j]][j] for axis 0; index has x's rank.
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::kInt64);
+
+// ---- Operators. ----
+
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, Scalar b) { return add(a, scalar_like(b, a)); }
+inline Tensor operator-(const Tensor& a, Scalar b) { return sub(a, scalar_like(b, a)); }
+inline Tensor operator*(const Tensor& a, Scalar b) { return mul(a, scalar_like(b, a)); }
+inline Tensor operator/(const Tensor& a, Scalar b) { return div(a, scalar_like(b, a)); }
+inline Tensor operator+(Scalar a, const Tensor& b) { return add(scalar_like(a, b), b); }
+inline Tensor operator-(Scalar a, const Tensor& b) { return sub(scalar_like(a, b), b); }
+inline Tensor operator*(Scalar a, const Tensor& b) { return mul(scalar_like(a, b), b); }
+inline Tensor operator/(Scalar a, const Tensor& b) { return div(scalar_like(a, b), b); }
+
+}  // namespace ordo

@@ -1,0 +1,54 @@
+#include "executor/compile_cache.h"
+
+#include "ordo/error.h"
+
+namespace ordo::executor {
+
+std::shared_ptr<const ExecutionPlan> CompileCache::find(uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  recency_.splice(recency_.begin(), recency_, it->second);
+  return it->second->second;
+}
+
+void CompileCache::insert(uint64_t key, std::shared_ptr<const ExecutionPlan> plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index_.count(key) != 0) return;  // another device compiled it meanwhile
+  recency_.emplace_front(key, std::move(plan));
+  index_[key] = recency_.begin();
+  while (static_cast<int64_t>(recency_.size()) > capacity_) {
+    index_.erase(recency_.back().first);
+    recency_.pop_back();
+  }
+}
+
+CompileCacheStats CompileCache::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {hits_, misses_, static_cast<int64_t>(recency_.size()), capacity_};
+}
+
+void CompileCache::reset(int64_t capacity) {
+  ORDO_ARG_CHECK(capacity >= 1, "reset_compile_cache: capacity must be at least 1, got ", capacity);
+  std::lock_guard<std::mutex> lock(mu_);
+  capacity_ = capacity;
+  hits_ = misses_ = 0;
+  recency_.clear();
+  index_.clear();
+}
+
+CompileCache& compile_cache() {
+  static CompileCache* cache = new CompileCache(1024);  // outlives every worker
+  return *cache;
+}
+
+uint64_t cache_key(uint64_t graph_hash, const ScheduleOptions& options) {
+  if (options.mode == ScheduleMode::kDefault) return graph_hash;
+  return ir::hash_mix(ir::hash_mix(graph_hash, 0x52414E44ull), options.seed);
+}
+
+}  // namespace ordo::executor

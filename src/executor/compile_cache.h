@@ -1,0 +1,42 @@
+// The compile cache: plans by (graph hash, schedule), least recently used
+// evicted first, with hit and miss counts.
+//
+// Locking: mu_ guards everything; compiling happens outside it.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "executor/plan.h"
+
+namespace ordo::executor {
+
+class CompileCache {
+ public:
+  explicit CompileCache(int64_t capacity) : capacity_(capacity) {}
+
+  // The cached plan, or null (counted as a miss: the caller compiles).
+  std::shared_ptr<const ExecutionPlan> find(uint64_t key);
+  void insert(uint64_t key, std::shared_ptr<const ExecutionPlan> plan);
+  CompileCacheStats stats();
+  void reset(int64_t capacity);
+
+ private:
+  using Entry = std::pair<uint64_t, std::shared_ptr<const ExecutionPlan>>;
+  std::mutex mu_;
+  int64_t capacity_;
+  int64_t hits_ = 0;
+  int64_t misses_ = 0;
+  std::list<Entry> recency_;  // most recently used first
+  std::unordered_map<uint64_t, std::list<Entry>::iterator> index_;
+};
+
+// The process-wide cache shared by every device.
+CompileCache& compile_cache();
+
+uint64_t cache_key(uint64_t graph_hash, const ScheduleOptions& options);
+
+}  // namespace ordo::executor

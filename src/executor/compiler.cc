@@ -1,0 +1,104 @@
+#include "executor/compiler.h"
+
+#include <limits>
+#include <random>
+
+namespace ordo::executor {
+namespace {
+
+// Parameters are slots filled before the first step, not steps.
+bool is_parameter(const ir::Node* node) { return node->op() == ir::OpKind::kDeviceData; }
+
+// Kahn's algorithm over the steps, choosing at random among ready ones.
+std::vector<int32_t> random_schedule(const LoweredGraph& graph, uint64_t seed) {
+  const size_t n = graph.nodes.size();
+  std::vector<int32_t> waiting_on(n, 0);
+  std::vector<std::vector<int32_t>> users(n);
+  std::vector<int32_t> ready;
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node* node = graph.nodes[i];
+    if (is_parameter(node)) continue;
+    for (const ir::Value& v : node->operands()) {
+      const int32_t operand = graph.position(v.node.get());
+      if (is_parameter(graph.nodes[operand])) continue;
+      ++waiting_on[i];
+      users[operand].push_back(static_cast<int32_t>(i));
+    }
+    if (waiting_on[i] == 0) ready.push_back(static_cast<int32_t>(i));
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> order;
+  while (!ready.empty()) {
+    std::uniform_int_distribution<size_t> pick(0, ready.size() - 1);
+    const size_t chosen = pick(rng);
+    const int32_t node = ready[chosen];
+    ready[chosen] = ready.back();
+    ready.pop_back();
+    order.push_back(node);
+    for (int32_t user : users[node]) {
+      if (--waiting_on[user] == 0) ready.push_back(user);
+    }
+  }
+  return order;
+}
+
+// The last step that reads each slot; results are never released.
+std::vector<int32_t> last_uses(const ExecutionPlan& plan) {
+  constexpr int32_t kNever = std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> last_use(plan.num_slots, -1);
+  for (int32_t s = 0; s < static_cast<int32_t>(plan.steps.size()); ++s) {
+    const PlanStep& step = plan.steps[s];
+    for (int32_t slot : step.input_slots) last_use[slot] = s;
+    // An output nobody reads dies with the step that made it.
+    for (size_t o = 0; o < step.output_types.size(); ++o) {
+      int32_t slot = step.first_output_slot + static_cast<int32_t>(o);
+      if (last_use[slot] < s) last_use[slot] = s;
+    }
+  }
+  for (int32_t slot : plan.result_slots) last_use[slot] = kNever;
+  return last_use;
+}
+
+}  // namespace
+
+std::vector<int32_t> schedule(const LoweredGraph& graph, const ScheduleOptions& options) {
+  if (options.mode == ScheduleMode::kRandom) return random_schedule(graph, options.seed);
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!is_parameter(graph.nodes[i])) order.push_back(static_cast<int32_t>(i));
+  }
+  return order;
+}
+
+std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
+                                             const ScheduleOptions& options) {
+  auto plan = std::make_shared<ExecutionPlan>();
+  plan->graph_hash = graph.hash;
+  std::vector<int32_t> first_slot(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    first_slot[i] = plan->num_slots;
+    plan->num_slots += static_cast<int32_t>(graph.nodes[i]->outputs().size());
+  }
+  for (int32_t parameter : graph.parameters) plan->parameter_slots.push_back(first_slot[parameter]);
+  for (const NodeOutput& root : graph.roots) {
+    plan->result_slots.push_back(first_slot[root.node] + static_cast<int32_t>(root.index));
+  }
+  for (int32_t position : schedule(graph, options)) {
+    const ir::Node* node = graph.nodes[position];
+    PlanStep step{node->op(), kernels::kernel_for(node->op()), node->attrs(), node->outputs(),
+                  {}, first_slot[position], {}, position};
+    for (const ir::Value& v : node->operands()) {
+      step.input_slots.push_back(first_slot[graph.position(v.node.get())] + static_cast<int32_t>(v.index));
+    }
+    plan->steps.push_back(std::move(step));
+  }
+  std::vector<int32_t> last_use = last_uses(*plan);
+  for (int32_t slot = 0; slot < plan->num_slots; ++slot) {
+    if (last_use[slot] >= 0 && last_use[slot] < static_cast<int32_t>(plan->steps.size())) {
+      plan->steps[last_use[slot]].release_slots.push_back(slot);
+    }
+  }
+  return plan;
+}
+
+}  // namespace ordo::executor

@@ -1,0 +1,133 @@
+#include "executor/graph_executor.h"
+
+#include "executor/compile_cache.h"
+#include "executor/compiler.h"
+#include "executor/lowering.h"
+#include "executor/run.h"
+#include "lazy/trace.h"
+#include "ordo/runtime.h"
+#include "runtime/runtime.h"
+
+namespace ordo::executor {
+namespace {
+
+std::shared_ptr<const ExecutionPlan> find_or_compile(const LoweredGraph& graph,
+                                                     const ScheduleOptions& options) {
+  CompileCache& cache = compile_cache();
+  const uint64_t key = cache_key(graph.hash, options);
+  std::shared_ptr<const ExecutionPlan> plan = cache.find(key);
+  if (!plan) {
+    plan = compile(graph, options);
+    cache.insert(key, plan);
+  }
+  return plan;
+}
+
+std::vector<ir::Value> values_of(const std::vector<std::shared_ptr<lazy::TensorImpl>>& tensors) {
+  std::vector<ir::Value> values;
+  values.reserve(tensors.size());
+  for (const auto& tensor : tensors) values.push_back(tensor->value);
+  return values;
+}
+
+}  // namespace
+
+void sync_device(int ordinal, bool raise_failure) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(ordinal);
+  device::Device& device = rt.device(ordinal);
+  if (raise_failure) {
+    std::string failure = device.take_failure();
+    if (!failure.empty()) throw ExecutionError(failure);
+  }
+  lazy::DeviceGraph& graph = rt.graph(ordinal);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
+  if (tensors.empty()) return;
+  const std::vector<ir::Value> roots = values_of(tensors);
+  const LoweredGraph lowered = lower(roots);
+  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(lowered, graph.schedule);
+
+  std::vector<std::shared_ptr<device::DeviceData>> parameters;
+  parameters.reserve(lowered.parameters.size());
+  for (int32_t position : lowered.parameters) parameters.push_back(lowered.nodes[position]->data());
+  std::vector<std::shared_ptr<device::DeviceData>> results;
+  results.reserve(tensors.size());
+  for (const auto& tensor : tensors) {
+    results.push_back(std::make_shared<device::DeviceData>(tensor->dtype, tensor->shape));
+    tensor->data = results.back();
+    tensor->value = {};
+    tensor->registered = false;
+  }
+  graph.live_tensors.clear();
+  // Submitted under the graph mutex so that the worker runs graphs in the
+  // order they were cut: a later graph may read this one's results.
+  device.worker().submit([plan = std::move(plan), parameters = std::move(parameters),
+                          results = std::move(results), &device] {
+    run_plan(*plan, parameters, results, device);
+  });
+}
+
+std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor) {
+  lazy::DeviceGraph& graph = runtime::get().graph(tensor.device);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(graph.mu);
+      if (!tensor.is_pending()) return tensor.data;
+    }
+    sync_device(tensor.device, /*raise_failure=*/false);
+  }
+}
+
+}  // namespace ordo::executor
+
+namespace ordo {
+
+void mark_step(int device) { executor::sync_device(runtime::resolve_device(device), true); }
+
+void wait_device_ops(int device) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  rt.device(device).worker().drain();
+}
+
+void wait_device_ops() {
+  runtime::Runtime& rt = runtime::get();
+  for (int d = 0; d < rt.num_devices(); ++d) rt.device(d).worker().drain();
+}
+
+std::string dump_pending_graph(int device) {
+  runtime::Runtime& rt = runtime::get();
+  const int ordinal = runtime::resolve_device(device);
+  lazy::DeviceGraph& graph = rt.graph(ordinal);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  std::vector<ir::Value> roots;
+  for (const auto& tensor : graph.pending_tensors()) roots.push_back(tensor->value);
+  return executor::dump(executor::lower(roots));
+}
+
+std::string dump_graph(const std::vector<Tensor>& tensors) {
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& t : tensors) inputs.push_back(&t);
+  ORDO_ARG_CHECK(!inputs.empty(), "dump_graph: no tensors given");
+  const int device = lazy::common_device("dump_graph", inputs);
+  lazy::DeviceGraph& graph = runtime::get().graph(device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  std::vector<ir::Value> roots;
+  for (const Tensor* t : inputs) roots.push_back(lazy::value_of(*t->impl()));
+  return executor::dump(executor::lower(roots));
+}
+
+CompileCacheStats compile_cache_stats() { return executor::compile_cache().stats(); }
+
+void reset_compile_cache(int64_t capacity) { executor::compile_cache().reset(capacity); }
+
+void set_schedule(int device, ScheduleOptions options) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  lazy::DeviceGraph& graph = rt.graph(device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  graph.schedule = options;
+}
+
+}  // namespace ordo

@@ -1,0 +1,20 @@
+// Cutting a device's graph: collect the live pending tensors → post-order →
+// graph hash → cached plan or compile → submit to the device's worker. The
+// tensors then hold the plan's future results.
+#pragma once
+
+#include <memory>
+
+#include "device/device_data.h"
+#include "lazy/tensor_impl.h"
+
+namespace ordo::executor {
+
+// mark_step's work. With raise_failure, first throws (and clears) the
+// failure of an earlier graph of the device, changing nothing else.
+void sync_device(int device, bool raise_failure);
+
+// The tensor's data, cutting its device's graph first if it is pending.
+std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor);
+
+}  // namespace ordo::executor

@@ -1,0 +1,81 @@
+#include "ir/node.h"
+
+#include <bit>
+#include <utility>
+
+#include "device/device_data.h"
+
+namespace ordo::ir {
+namespace {
+
+uint64_t hash_type(uint64_t h, const ValueType& type) {
+  h = hash_mix(h, type.is_token ? 0xA11CEull : static_cast<uint64_t>(type.dtype));
+  h = hash_mix(h, type.shape.size());
+  for (int64_t d : type.shape) h = hash_mix(h, static_cast<uint64_t>(d));
+  return h;
+}
+
+uint64_t hash_node(OpKind op, const std::vector<Value>& operands,
+                   const std::vector<ValueType>& outputs, const Attrs& attrs) {
+  uint64_t h = hash_mix(0x6F72646Full, static_cast<uint64_t>(op));
+  for (const Value& v : operands) h = hash_mix(hash_mix(h, v.node->hash()), v.index);
+  for (const ValueType& t : outputs) h = hash_type(h, t);
+  h = hash_mix(h, attrs.ints.size());
+  for (int64_t i : attrs.ints) h = hash_mix(h, static_cast<uint64_t>(i));
+  for (double r : attrs.reals) h = hash_mix(h, std::bit_cast<uint64_t>(r));
+  return hash_mix(h, attrs.flag);
+}
+
+// Destroying a long chain of nodes recursively would overflow the stack, so
+// operands that die with this node are parked here and destroyed in a loop
+// by the outermost destructor.
+thread_local std::vector<NodePtr> dying_operands;
+thread_local bool draining_operands = false;
+
+}  // namespace
+
+std::string ValueType::to_string() const {
+  if (is_token) return "token";
+  return std::string(dtype_name(dtype)) + shape_to_string(shape);
+}
+
+const ValueType& Value::type() const { return node->output(index); }
+
+Node::Node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs, Attrs attrs,
+           int device, std::shared_ptr<device::DeviceData> data)
+    : op_(op),
+      device_(device),
+      operands_(std::move(operands)),
+      outputs_(std::move(outputs)),
+      attrs_(std::move(attrs)),
+      data_(std::move(data)),
+      hash_(hash_node(op_, operands_, outputs_, attrs_)) {}
+
+Node::~Node() {
+  for (Value& v : operands_) {
+    if (v.node.use_count() == 1) dying_operands.push_back(std::move(v.node));
+  }
+  if (draining_operands) return;
+  draining_operands = true;
+  while (!dying_operands.empty()) {
+    NodePtr last = std::move(dying_operands.back());
+    dying_operands.pop_back();
+    last.reset();
+  }
+  draining_operands = false;
+}
+
+NodePtr make_node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs,
+                  Attrs attrs, int device) {
+  return std::make_shared<const Node>(op, std::move(operands), std::move(outputs),
+                                      std::move(attrs), device, nullptr);
+}
+
+NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device) {
+  ValueType type{data->dtype(), data->shape(), false};
+  return std::make_shared<const Node>(OpKind::kDeviceData, std::vector<Value>{},
+                                      std::vector<ValueType>{std::move(type)}, Attrs{}, device,
+                                      std::move(data));
+}
+
+}  // namespace ordo::ir

@@ -1,0 +1,98 @@
+// IR nodes. A node is immutable once built: op, operands as (node, output
+// index), attributes, output types, and a structural hash computed here from
+// all of those (operands by their hashes), so equal subgraphs hash equal.
+//
+// Every node belongs to one device. Its walk_* fields are scratch for graph
+// walks. Locking: they are guarded by the owning device's graph mutex, which
+// every walk holds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ops.h"
+#include "ordo/dtype.h"
+
+namespace ordo::device {
+class DeviceData;
+}
+
+namespace ordo::ir {
+
+// The type of one node output: a dense tensor, or an ordering token (which
+// carries no data; it exists so that ops can be chained by a real edge).
+struct ValueType {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  bool is_token = false;
+
+  static ValueType token() { return {DType::kBool, {}, true}; }
+  bool operator==(const ValueType&) const = default;
+  std::string to_string() const;
+};
+
+class Node;
+using NodePtr = std::shared_ptr<const Node>;
+
+struct Value {
+  NodePtr node;
+  uint32_t index = 0;
+
+  const ValueType& type() const;
+};
+
+// Op attributes; their layout per op is written in op_list.def.
+struct Attrs {
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+  bool flag = false;
+
+  bool operator==(const Attrs&) const = default;
+};
+
+class Node {
+ public:
+  Node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs, Attrs attrs,
+       int device, std::shared_ptr<device::DeviceData> data);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  OpKind op() const { return op_; }
+  const std::vector<Value>& operands() const { return operands_; }
+  const std::vector<ValueType>& outputs() const { return outputs_; }
+  const ValueType& output(uint32_t i) const { return outputs_[i]; }
+  const Attrs& attrs() const { return attrs_; }
+  int device() const { return device_; }
+  uint64_t hash() const { return hash_; }
+  // The data of a DeviceData leaf (null for every other op). Leaves hash by
+  // type only, so the same step over new data reuses its compiled plan.
+  const std::shared_ptr<device::DeviceData>& data() const { return data_; }
+
+  mutable uint64_t walk_id = 0;
+  mutable int32_t walk_index = -1;
+
+ private:
+  OpKind op_;
+  int device_;
+  std::vector<Value> operands_;
+  std::vector<ValueType> outputs_;
+  Attrs attrs_;
+  std::shared_ptr<device::DeviceData> data_;
+  uint64_t hash_;
+};
+
+NodePtr make_node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs,
+                  Attrs attrs, int device);
+NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device);
+
+// Hash mixing shared by nodes and graphs.
+inline uint64_t hash_mix(uint64_t seed, uint64_t value) {
+  value *= 0x9E3779B97F4A7C15ull;
+  value ^= value >> 32;
+  return (seed ^ value) * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
+}
+
+}  // namespace ordo::ir

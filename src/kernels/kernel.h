@@ -1,0 +1,63 @@
+// The kernel interface: one function per IR op, looked up when a graph is
+// compiled. A kernel reads its inputs (dense row-major buffers whose types
+// the op's builder already checked) and fills every output. It reports a
+// data-dependent failure (an index out of range) by throwing ordo::Error;
+// the executor adds which op failed.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "device/buffer.h"
+#include "ir/node.h"
+
+namespace ordo::kernels {
+
+struct KernelArgs {
+  const ir::Attrs& attrs;
+  const std::vector<ir::ValueType>& output_types;
+  std::span<const device::Buffer* const> inputs;
+  // Filled by the kernel, one per output (a token output gets token_buffer()).
+  std::span<std::shared_ptr<const device::Buffer>> outputs;
+  int device;  // the ordinal the graph runs on
+};
+
+using KernelFn = void (*)(const KernelArgs&);
+
+KernelFn kernel_for(ir::OpKind op);
+
+// The shared, empty value of every token output.
+const std::shared_ptr<const device::Buffer>& token_buffer();
+
+// Calls body with T bound to the C++ type of dtype.
+#define ORDO_DISPATCH_DTYPE(dtype, T, ...)           \
+  switch (dtype) {                                   \
+    case ::ordo::DType::kBool: {                     \
+      using T = bool;                                \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    case ::ordo::DType::kInt32: {                    \
+      using T = int32_t;                             \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    case ::ordo::DType::kInt64: {                    \
+      using T = int64_t;                             \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    case ::ordo::DType::kFloat32: {                  \
+      using T = float;                               \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    case ::ordo::DType::kFloat64: {                  \
+      using T = double;                              \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+  }
+
+}  // namespace ordo::kernels

@@ -1,0 +1,41 @@
+// kernel_for: one table row per op in op_list.def, so the table cannot fall
+// out of step with the op list.
+#include <iterator>
+
+#include "kernels/kernels_internal.h"
+
+namespace ordo::kernels {
+
+// A DeviceData leaf already holds its buffer; the executor binds it as a
+// parameter and never runs a kernel for it.
+template <>
+void run<ir::OpKind::kDeviceData>(const KernelArgs&) {
+  throw InternalError("device_data has no kernel: the executor binds its buffer as a parameter");
+}
+
+namespace {
+
+constexpr KernelFn kKernels[] = {
+#define ORDO_OP(name, str, group) &run<ir::OpKind::k##name>,
+#include "ir/op_list.def"
+#undef ORDO_OP
+};
+static_assert(std::size(kKernels) == ir::kNumOps, "every op needs one kernel");
+
+}  // namespace
+
+KernelFn kernel_for(ir::OpKind op) {
+  const int index = static_cast<int>(op);
+  if (index < 0 || index >= ir::kNumOps) {
+    throw_error<InternalError>("kernel_for: op ", index, " is not in op_list.def");
+  }
+  return kKernels[index];
+}
+
+const std::shared_ptr<const device::Buffer>& token_buffer() {
+  static const std::shared_ptr<const device::Buffer> token =
+      std::make_shared<const device::Buffer>(device::Buffer{DType::kBool, {}, 0, nullptr});
+  return token;
+}
+
+}  // namespace ordo::kernels

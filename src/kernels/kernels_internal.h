@@ -1,0 +1,93 @@
+// What the kernel files share: one kernel per op, dtype visiting limited to
+// the types an op accepts, output allocation, and the few numeric rules
+// (wrapping integers, NaN-propagating max/min) more than one file needs.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/kernel.h"
+#include "ordo/error.h"
+
+namespace ordo::kernels {
+
+// The kernel of one op: an explicit specialization, defined in the file of
+// the op's group. A new op in op_list.def without a kernel fails to link.
+template <ir::OpKind kOp>
+void run(const KernelArgs& args);
+
+#define ORDO_OP(name, str, group) \
+  template <>                     \
+  void run<ir::OpKind::k##name>(const KernelArgs& args);
+#include "ir/op_list.def"
+#undef ORDO_OP
+
+template <typename... Ts>
+struct TypeList {};
+using AllTypes = TypeList<bool, int32_t, int64_t, float, double>;
+using NumericTypes = TypeList<int32_t, int64_t, float, double>;
+using IntegerTypes = TypeList<int32_t, int64_t>;
+using FloatingTypes = TypeList<float, double>;
+
+template <typename T>
+using TypeTag = std::type_identity<T>;
+
+// Calls f(TypeTag<T>{}) for the T of dtype. Unlike ORDO_DISPATCH_DTYPE only
+// the listed types are instantiated, so a body need only compile for the
+// types its op accepts; any other dtype is a builder bug.
+template <typename... Ts, typename F>
+void visit_dtype(TypeList<Ts...>, DType dtype, F&& f) {
+  bool matched = ((dtype == dtype_of<Ts>() ? (f(TypeTag<Ts>{}), true) : false) || ...);
+  if (!matched) throw_error<InternalError>("kernel got unexpected dtype ", dtype_name(dtype));
+}
+
+// Allocates output i with the type the builder recorded and hands it to the
+// executor right away: if the kernel throws later, the executor discards
+// every output of the graph anyway.
+inline const device::Buffer& make_output(const KernelArgs& args, size_t i = 0) {
+  const ir::ValueType& type = args.output_types[i];
+  std::shared_ptr<device::Buffer> buffer = device::allocate_buffer(type.dtype, type.shape);
+  const device::Buffer& result = *buffer;
+  args.outputs[i] = std::move(buffer);
+  return result;
+}
+
+// a op b, but for integers in the unsigned type: overflow wraps around like
+// numpy instead of being undefined behaviour.
+template <typename T, typename Op>
+T wrapping(T a, T b, Op op) {
+  static_assert(!std::is_same_v<T, bool>, "bool has no arithmetic");
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return op(a, b);
+  }
+}
+
+template <typename T>
+bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(x);
+  } else {
+    return false;
+  }
+}
+
+// The one of a and b that Better prefers, keeping a on ties; a NaN wins
+// over any number (numpy maximum/minimum, and max/min reductions).
+template <typename Better>
+struct Extreme {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return Better{}(b, a) ? b : a;
+  }
+};
+
+}  // namespace ordo::kernels

@@ -1,0 +1,202 @@
+// Movement kernels. Reshape is a zero-copy view; Permute, Slice and
+// BroadcastTo are one strided copy with different source strides; Concat and
+// IndexSelect move contiguous blocks; Gather and OneHot go element by
+// element because each element has its own index.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/strided_walk.h"
+
+namespace ordo::kernels {
+namespace {
+
+// Fills the dense dst, whose element at output index (i0, i1, ...) is
+// src[offset + i0 * strides[0] + i1 * strides[1] + ...].
+void copy_strided(const device::Buffer& src, const device::Buffer& dst, Strides strides,
+                  int64_t offset) {
+  visit_dtype(AllTypes{}, dst.dtype, [&]<typename T>(TypeTag<T>) {
+    const StridedWalk<2> walk{dst.shape, {contiguous_strides(dst.shape), std::move(strides)}};
+    for_each_row(walk, [&](const auto& at, int64_t n, const auto& stride) {
+      const T* from = src.data<T>() + offset + at[1];
+      T* to = dst.mutable_data<T>() + at[0];
+      if (stride[1] == 1) {
+        std::copy_n(from, n, to);
+      } else if (stride[1] == 0) {
+        std::fill_n(to, n, *from);
+      } else {
+        for (int64_t i = 0; i < n; ++i) to[i] = from[i * stride[1]];
+      }
+    });
+  });
+}
+
+int64_t product(const Shape& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t d = begin; d < end; ++d) n *= shape[d];
+  return n;
+}
+
+// A dense array seen as [outer, size along axis, inner], with inner in bytes:
+// the blocks Concat and IndexSelect move are `inner` bytes each.
+struct AxisSplit {
+  int64_t outer;
+  int64_t size;
+  size_t inner_bytes;
+};
+
+AxisSplit split_at(const device::Buffer& buffer, int64_t axis) {
+  const size_t a = static_cast<size_t>(axis);
+  return {product(buffer.shape, 0, a), buffer.shape[a],
+          static_cast<size_t>(product(buffer.shape, a + 1, buffer.shape.size())) *
+              dtype_size(buffer.dtype)};
+}
+
+// Python-style: negative counts from the end. Kernels throw plain messages;
+// the executor prefixes the op that failed.
+int64_t normalize_index(int64_t index, int64_t size, int64_t axis) {
+  const int64_t i = index < 0 ? index + size : index;
+  if (i < 0 || i >= size) {
+    throw_error<ExecutionError>("index ", index, " is out of range for axis ", axis, " of size ",
+                                size);
+  }
+  return i;
+}
+
+// Checked up front, so that a bad index throws before anything is copied.
+std::vector<int64_t> normalized_indices(const device::Buffer& index, int64_t size, int64_t axis) {
+  std::vector<int64_t> result(static_cast<size_t>(index.numel));
+  visit_dtype(IntegerTypes{}, index.dtype, [&]<typename I>(TypeTag<I>) {
+    const I* values = index.data<I>();
+    for (size_t i = 0; i < result.size(); ++i) result[i] = normalize_index(values[i], size, axis);
+  });
+  return result;
+}
+
+}  // namespace
+
+using ir::OpKind;
+
+template <>
+void run<OpKind::kReshape>(const KernelArgs& args) {
+  // Buffers are immutable once written, so the result can share storage.
+  args.outputs[0] = device::view_buffer(*args.inputs[0], args.output_types[0].shape);
+}
+
+template <>
+void run<OpKind::kPermute>(const KernelArgs& args) {
+  const device::Buffer& in = *args.inputs[0];
+  const Strides in_strides = contiguous_strides(in.shape);
+  Strides strides;
+  for (int64_t axis : args.attrs.ints) strides.push_back(in_strides[static_cast<size_t>(axis)]);
+  copy_strided(in, make_output(args), std::move(strides), 0);
+}
+
+template <>
+void run<OpKind::kSlice>(const KernelArgs& args) {
+  const device::Buffer& in = *args.inputs[0];
+  const size_t axis = static_cast<size_t>(args.attrs.ints[0]);
+  const int64_t start = args.attrs.ints[1];
+  const int64_t step = args.attrs.ints[2];
+  Strides strides = contiguous_strides(in.shape);
+  const int64_t offset = start * strides[axis];
+  strides[axis] *= step;
+  copy_strided(in, make_output(args), std::move(strides), offset);
+}
+
+template <>
+void run<OpKind::kBroadcastTo>(const KernelArgs& args) {
+  const device::Buffer& in = *args.inputs[0];
+  const device::Buffer& out = make_output(args);
+  copy_strided(in, out, broadcast_strides(in.shape, out.shape), 0);
+}
+
+template <>
+void run<OpKind::kConcat>(const KernelArgs& args) {
+  const int64_t axis = args.attrs.ints[0];
+  const device::Buffer& out = make_output(args);
+  std::vector<size_t> blocks;
+  for (const device::Buffer* in : args.inputs) {
+    const AxisSplit split = split_at(*in, axis);
+    blocks.push_back(static_cast<size_t>(split.size) * split.inner_bytes);
+  }
+  // Each outer slice of the output is every input's slice, in input order.
+  std::byte* dst = out.storage.get();
+  for (int64_t o = 0, outer = split_at(out, axis).outer; o < outer; ++o) {
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      if (blocks[k] == 0) continue;
+      std::memcpy(dst, args.inputs[k]->storage.get() + static_cast<size_t>(o) * blocks[k], blocks[k]);
+      dst += blocks[k];
+    }
+  }
+}
+
+template <>
+void run<OpKind::kIndexSelect>(const KernelArgs& args) {
+  const device::Buffer& x = *args.inputs[0];
+  const int64_t axis = args.attrs.ints[0];
+  const AxisSplit split = split_at(x, axis);
+  const std::vector<int64_t> index = normalized_indices(*args.inputs[1], split.size, axis);
+  const device::Buffer& out = make_output(args);
+  if (split.inner_bytes == 0) return;
+  std::byte* dst = out.storage.get();
+  for (int64_t o = 0; o < split.outer; ++o) {
+    const std::byte* src = x.storage.get() + static_cast<size_t>(o * split.size) * split.inner_bytes;
+    for (int64_t i : index) {
+      std::memcpy(dst, src + static_cast<size_t>(i) * split.inner_bytes, split.inner_bytes);
+      dst += split.inner_bytes;
+    }
+  }
+}
+
+template <>
+void run<OpKind::kGather>(const KernelArgs& args) {
+  const device::Buffer& x = *args.inputs[0];
+  const device::Buffer& index = *args.inputs[1];
+  const device::Buffer& out = make_output(args);
+  const int64_t axis = args.attrs.ints[0];
+  const int64_t size = x.shape[static_cast<size_t>(axis)];
+  // Walk the index's shape (which the output shares). x is read at the same
+  // coordinates except along axis, where the index value says where to read.
+  Strides x_strides = contiguous_strides(x.shape);
+  const int64_t axis_stride = x_strides[static_cast<size_t>(axis)];
+  x_strides[static_cast<size_t>(axis)] = 0;
+  const StridedWalk<2> walk{index.shape, {contiguous_strides(index.shape), std::move(x_strides)}};
+  visit_dtype(AllTypes{}, x.dtype, [&]<typename T>(TypeTag<T>) {
+    visit_dtype(IntegerTypes{}, index.dtype, [&]<typename I>(TypeTag<I>) {
+      for_each_row(walk, [&](const auto& at, int64_t n, const auto& stride) {
+        const I* idx = index.data<I>() + at[0];
+        T* dst = out.mutable_data<T>() + at[0];
+        const T* src = x.data<T>() + at[1];
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t position = normalize_index(idx[i * stride[0]], size, axis);
+          dst[i * stride[0]] = src[i * stride[1] + position * axis_stride];
+        }
+      });
+    });
+  });
+}
+
+template <>
+void run<OpKind::kOneHot>(const KernelArgs& args) {
+  const device::Buffer& indices = *args.inputs[0];
+  const device::Buffer& out = make_output(args);
+  const int64_t depth = out.shape.back();
+  visit_dtype(AllTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
+    T* dst = out.mutable_data<T>();
+    std::fill_n(dst, out.numel, T{0});
+    visit_dtype(IntegerTypes{}, indices.dtype, [&]<typename I>(TypeTag<I>) {
+      const I* values = indices.data<I>();
+      for (int64_t e = 0; e < indices.numel; ++e) {
+        const int64_t c = values[e];
+        if (c < 0 || c >= depth) {
+          throw_error<ExecutionError>("one_hot index ", c, " is out of range for depth ", depth);
+        }
+        dst[e * depth + c] = T{1};
+      }
+    });
+  });
+}
+
+}  // namespace ordo::kernels

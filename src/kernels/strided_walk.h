@@ -1,0 +1,106 @@
+// Row-major walks over a shape that touch several arrays at once, each
+// through its own element strides (0 along a dim it is broadcast on).
+// Broadcasting elementwise ops, strided copies, reductions and batched
+// matmul all walk this way, so the odometer lives only here.
+//
+//   StridedWalk<2> walk{out_shape, {contiguous_strides(out_shape),
+//                                   broadcast_strides(in_shape, out_shape)}};
+//   for_each_row(walk, [&](const auto& offset, int64_t n, const auto& stride) {
+//     for (int64_t i = 0; i < n; ++i) out[offset[0] + i] = in[offset[1] + i * stride[1]];
+//   });
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ordo/dtype.h"
+
+namespace ordo::kernels {
+
+using Strides = std::vector<int64_t>;
+
+// Element strides of a dense row-major array.
+inline Strides contiguous_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= shape[d];
+  }
+  return strides;
+}
+
+// Strides that read a dense array of shape `from` as if broadcast to `to`
+// (numpy rules: dims align from the right; missing and size-1 dims repeat).
+inline Strides broadcast_strides(const Shape& from, const Shape& to) {
+  Strides dense = contiguous_strides(from);
+  Strides strides(to.size(), 0);
+  size_t lead = to.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d) {
+    if (from[d] != 1) strides[lead + d] = dense[d];
+  }
+  return strides;
+}
+
+template <size_t N>
+struct StridedWalk {
+  Shape shape;
+  std::array<Strides, N> strides;  // per array, one per dim of shape
+};
+
+// Drops size-1 dims and merges neighbours that every array steps through as
+// one dim, so the innermost loop is as long as it can be. The order in which
+// elements are visited does not change (reductions rely on that).
+template <size_t N>
+StridedWalk<N> coalesce(const StridedWalk<N>& walk) {
+  StridedWalk<N> merged;
+  for (size_t d = 0; d < walk.shape.size(); ++d) {
+    int64_t size = walk.shape[d];
+    if (size == 1) continue;
+    bool joins = !merged.shape.empty();
+    for (size_t k = 0; k < N && joins; ++k) {
+      joins = merged.strides[k].back() == walk.strides[k][d] * size;
+    }
+    if (joins) {
+      merged.shape.back() *= size;
+      for (size_t k = 0; k < N; ++k) merged.strides[k].back() = walk.strides[k][d];
+    } else {
+      merged.shape.push_back(size);
+      for (size_t k = 0; k < N; ++k) merged.strides[k].push_back(walk.strides[k][d]);
+    }
+  }
+  return merged;
+}
+
+// Calls row(offset, n, stride) for each innermost row, in row-major order:
+// element i of the row is at offset[k] + i * stride[k] in array k. A 0-d
+// shape is one row of one element; a shape with a 0 dim has no rows.
+template <size_t N, typename RowFn>
+void for_each_row(const StridedWalk<N>& walk, RowFn&& row) {
+  if (shape_numel(walk.shape) == 0) return;
+  const StridedWalk<N> merged = coalesce(walk);
+  std::array<int64_t, N> offset{};
+  std::array<int64_t, N> stride{};
+  if (merged.shape.empty()) {
+    row(offset, int64_t{1}, stride);
+    return;
+  }
+  const size_t inner = merged.shape.size() - 1;
+  const int64_t length = merged.shape[inner];
+  for (size_t k = 0; k < N; ++k) stride[k] = merged.strides[k][inner];
+  std::vector<int64_t> index(inner, 0);
+  const int64_t rows = shape_numel(merged.shape) / length;
+  for (int64_t r = 0; r < rows; ++r) {
+    row(offset, length, stride);
+    for (size_t d = inner; d-- > 0;) {
+      for (size_t k = 0; k < N; ++k) offset[k] += merged.strides[k][d];
+      if (++index[d] < merged.shape[d]) break;
+      for (size_t k = 0; k < N; ++k) offset[k] -= merged.strides[k][d] * merged.shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace ordo::kernels

@@ -1,0 +1,116 @@
+// Tensors made from host data, constants, ranges and seeded random numbers.
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "device/buffer.h"
+#include "lazy/trace.h"
+#include "runtime/runtime.h"
+
+namespace ordo {
+namespace {
+
+void check_shape(std::string_view what, const Shape& shape) {
+  for (int64_t d : shape) {
+    ORDO_ARG_CHECK(d >= 0, what, ": negative dimension in shape ", shape_to_string(shape));
+  }
+}
+
+ir::Attrs scalar_attrs(std::initializer_list<Scalar> values) {
+  ir::Attrs attrs;
+  for (const Scalar& v : values) {
+    attrs.ints.push_back(v.to_int());
+    attrs.reals.push_back(v.to_double());
+  }
+  return attrs;
+}
+
+// splitmix64 of (seed, counter): element i's random bits depend only on the
+// seed and i, so results do not depend on threads or on how they are split.
+uint64_t random_bits(uint64_t seed, uint64_t counter) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + counter * 0xD1B54A32D192ED03ull + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [0, 1) with 53 random bits.
+double unit_uniform(uint64_t seed, uint64_t counter) {
+  return static_cast<double>(random_bits(seed, counter) >> 11) * 0x1.0p-53;
+}
+
+template <typename Sample>
+Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device,
+                     Sample sample) {
+  check_shape(what, shape);
+  ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be float32 or float64, got ",
+                   dtype_name(dtype));
+  const int ordinal = runtime::resolve_device(device);
+  auto buffer = device::allocate_buffer(dtype, shape);
+  for (int64_t i = 0; i < buffer->numel; ++i) {
+    const double value = sample(static_cast<uint64_t>(i));
+    if (dtype == DType::kFloat32) {
+      buffer->mutable_data<float>()[i] = static_cast<float>(value);
+    } else {
+      buffer->mutable_data<double>()[i] = value;
+    }
+  }
+  return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
+}
+
+}  // namespace
+
+Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
+  check_shape("from_host", shape);
+  const int ordinal = runtime::resolve_device(device);
+  auto buffer = device::allocate_buffer(dtype, shape);
+  if (buffer->nbytes() != 0) std::memcpy(buffer->storage.get(), data, buffer->nbytes());
+  if (dtype == DType::kBool) {
+    // Kernels rely on bools being exactly 0 or 1.
+    auto* bytes = reinterpret_cast<uint8_t*>(buffer->storage.get());
+    for (int64_t i = 0; i < buffer->numel; ++i) bytes[i] = bytes[i] != 0;
+  }
+  return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
+}
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, int device) {
+  check_shape("full", shape);
+  return lazy::trace_leaf(ir::OpKind::kFull, runtime::resolve_device(device), {dtype, shape},
+                          scalar_attrs({value}));
+}
+
+Tensor zeros(const Shape& shape, DType dtype, int device) { return full(shape, 0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, int device) { return full(shape, 1, dtype, device); }
+
+Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
+  ORDO_DTYPE_CHECK(dtype != DType::kBool, "arange: dtype bool is not a range type");
+  ORDO_ARG_CHECK(step.to_double() != 0.0, "arange: step must not be zero");
+  ORDO_ARG_CHECK(is_floating(dtype) || (!start.is_floating() && !step.is_floating()),
+                 "arange: an integer range needs integer start and step");
+  const double span = (stop.to_double() - start.to_double()) / step.to_double();
+  ORDO_ARG_CHECK(std::isfinite(span), "arange: start, stop and step must be finite");
+  const int64_t length = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
+  return lazy::trace_leaf(ir::OpKind::kArange, runtime::resolve_device(device), {dtype, {length}},
+                          scalar_attrs({start, step}));
+}
+
+Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,
+                    int device) {
+  ORDO_ARG_CHECK(low <= high, "rand_uniform: low ", low, " is above high ", high);
+  return random_tensor("rand_uniform", shape, dtype, device, [&](uint64_t i) {
+    return low + (high - low) * unit_uniform(seed, i);
+  });
+}
+
+Tensor rand_normal(const Shape& shape, uint64_t seed, double mean, double stddev, DType dtype,
+                   int device) {
+  ORDO_ARG_CHECK(stddev >= 0, "rand_normal: stddev must not be negative, got ", stddev);
+  // Box-Muller over two independent uniforms per element.
+  return random_tensor("rand_normal", shape, dtype, device, [&](uint64_t i) {
+    const double u1 = 1.0 - unit_uniform(seed, 2 * i);  // (0, 1]: log is finite
+    const double u2 = unit_uniform(seed, 2 * i + 1);
+    return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+  });
+}
+
+}  // namespace ordo

@@ -1,0 +1,74 @@
+#include "lazy/trace.h"
+
+#include "runtime/runtime.h"
+
+namespace ordo::lazy {
+ir::Value value_of(TensorImpl& tensor) {
+  if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data, tensor.device), 0};
+  return tensor.value;
+}
+
+int common_device(std::string_view what, std::span<const Tensor* const> inputs) {
+  runtime::Runtime& rt = runtime::get();
+  int device = -1;
+  for (const Tensor* input : inputs) {
+    ORDO_ARG_CHECK(input->defined(), what, ": an input tensor is undefined");
+    const TensorImpl& impl = *input->impl();
+    ORDO_ARG_CHECK(impl.generation == rt.generation(), what,
+                   ": an input tensor belongs to a runtime that was shut down");
+    ORDO_ARG_CHECK(device < 0 || impl.device == device, what, ": inputs are on devices ", device,
+                   " and ", impl.device, "; every input must be on one device");
+    device = impl.device;
+  }
+  return device;
+}
+
+std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
+                          std::vector<ir::ValueType> outputs, ir::Attrs attrs) {
+  const int device = inputs.front()->impl()->device;
+  runtime::Runtime& rt = runtime::get();
+  DeviceGraph& graph = rt.graph(device);
+  std::vector<ir::Value> operands;
+  operands.reserve(inputs.size());
+  std::vector<Tensor> results;
+  results.reserve(outputs.size());
+  std::lock_guard<std::mutex> lock(graph.mu);
+  for (const Tensor* input : inputs) operands.push_back(value_of(*input->impl()));
+  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), device);
+  for (uint32_t i = 0; i < node->outputs().size(); ++i) {
+    const ir::ValueType& type = node->output(i);
+    auto impl = std::make_shared<TensorImpl>(type.dtype, type.shape, device, rt.generation());
+    impl->value = {node, i};
+    graph.register_pending(impl);
+    results.emplace_back(std::move(impl));
+  }
+  return results;
+}
+
+Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::ValueType output,
+              ir::Attrs attrs) {
+  std::vector<ir::ValueType> outputs;
+  outputs.push_back(std::move(output));
+  std::span<const Tensor* const> span(inputs.begin(), inputs.size());
+  return std::move(trace(op, span, std::move(outputs), std::move(attrs)).front());
+}
+
+Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs) {
+  runtime::Runtime& rt = runtime::get();
+  DeviceGraph& graph = rt.graph(device);
+  auto impl = std::make_shared<TensorImpl>(output.dtype, output.shape, device, rt.generation());
+  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  impl->value = {std::move(node), 0};
+  graph.register_pending(impl);
+  return Tensor(std::move(impl));
+}
+
+Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device) {
+  auto impl = std::make_shared<TensorImpl>(data->dtype(), data->shape(), device,
+                                           runtime::get().generation());
+  impl->data = std::move(data);
+  return Tensor(std::move(impl));
+}
+
+}  // namespace ordo::lazy

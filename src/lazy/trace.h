@@ -1,0 +1,40 @@
+// Recording ops: what every op builder calls once it has checked its
+// arguments and worked out the output type. Nothing runs here.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "device/device_data.h"
+#include "ir/node.h"
+#include "lazy/tensor_impl.h"
+#include "ordo/tensor.h"
+
+namespace ordo::lazy {
+
+// The IR value standing for a tensor in a new node: its pending value, or a
+// DeviceData leaf of its data made once and kept (graph mutex held).
+ir::Value value_of(TensorImpl& tensor);
+
+// Checks that every input is defined, of the running runtime and on one
+// device; returns that device. `what` names the op in errors.
+int common_device(std::string_view what, std::span<const Tensor* const> inputs);
+
+// Records op over the inputs and returns one tensor per output. Inputs must
+// have passed common_device.
+std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
+                          std::vector<ir::ValueType> outputs, ir::Attrs attrs = {});
+
+// The single-output form most builders use.
+Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::ValueType output,
+              ir::Attrs attrs = {});
+
+// Records an op without inputs (full, arange) on device (already resolved).
+Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs);
+
+// A tensor holding existing device data.
+Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device);
+
+}  // namespace ordo::lazy

@@ -1,0 +1,115 @@
+#include "runtime/runtime.h"
+
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "ordo/error.h"
+#include "ordo/runtime.h"
+
+namespace ordo::runtime {
+namespace {
+
+constexpr int kDefaultNumDevices = 4;
+constexpr int kMaxDevices = 1024;
+
+std::mutex g_lifecycle_mu;
+std::unique_ptr<Runtime> g_runtime;           // guarded by g_lifecycle_mu
+std::atomic<Runtime*> g_current{nullptr};     // what get() returns
+uint64_t g_generation = 0;                    // guarded by g_lifecycle_mu
+thread_local int t_current_device = 0;
+
+void check_num_devices(int n, const char* source) {
+  ORDO_ARG_CHECK(n >= 1 && n <= kMaxDevices, source, ": the number of devices must be in [1, ",
+                 kMaxDevices, "], got ", n);
+}
+
+int num_devices_from_env() {
+  const char* text = std::getenv("ORDO_NUM_DEVICES");
+  if (text == nullptr || *text == '\0') return kDefaultNumDevices;
+  int n = 0;
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, n);
+  ORDO_ARG_CHECK(ec == std::errc() && ptr == end, "ORDO_NUM_DEVICES: '", text,
+                 "' is not a whole number");
+  check_num_devices(n, "ORDO_NUM_DEVICES");
+  return n;
+}
+
+// Caller holds g_lifecycle_mu.
+void start_locked(int n) {
+  g_runtime = std::make_unique<Runtime>(n, ++g_generation);
+  g_current.store(g_runtime.get(), std::memory_order_release);
+}
+
+}  // namespace
+
+Runtime::Runtime(int num_devices, uint64_t generation) : generation_(generation) {
+  for (int i = 0; i < num_devices; ++i) {
+    graphs_.push_back(std::make_unique<lazy::DeviceGraph>());
+    devices_.push_back(std::make_unique<device::Device>(i));
+  }
+}
+
+void Runtime::check_device(int ordinal) const {
+  ORDO_ARG_CHECK(ordinal >= 0 && ordinal < num_devices(), "device ", ordinal,
+                 " does not exist: this runtime has ", num_devices(), " devices");
+}
+
+Runtime& get() {
+  Runtime* current = g_current.load(std::memory_order_acquire);
+  if (current != nullptr) return *current;
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (!g_runtime) start_locked(num_devices_from_env());
+  return *g_runtime;
+}
+
+int resolve_device(int device) {
+  Runtime& rt = get();
+  int ordinal = device < 0 ? t_current_device : device;
+  rt.check_device(ordinal);
+  return ordinal;
+}
+
+}  // namespace ordo::runtime
+
+namespace ordo {
+
+void init(int num_devices) {
+  runtime::check_num_devices(num_devices, "init");
+  std::lock_guard<std::mutex> lock(runtime::g_lifecycle_mu);
+  if (runtime::g_runtime) {
+    ORDO_ARG_CHECK(runtime::g_runtime->num_devices() == num_devices,
+                   "init: the runtime already runs with ", runtime::g_runtime->num_devices(),
+                   " devices; call shutdown() before init(", num_devices, ")");
+    return;
+  }
+  runtime::start_locked(num_devices);
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(runtime::g_lifecycle_mu);
+  if (!runtime::g_runtime) return;
+  runtime::g_current.store(nullptr, std::memory_order_release);
+  // Destroying the devices runs what is queued and joins the workers.
+  runtime::g_runtime.reset();
+}
+
+bool is_initialized() { return runtime::g_current.load(std::memory_order_acquire) != nullptr; }
+
+int num_devices() { return runtime::get().num_devices(); }
+
+int current_device() { return runtime::t_current_device; }
+
+void set_current_device(int device) {
+  runtime::get().check_device(device);
+  runtime::t_current_device = device;
+}
+
+DeviceGuard::DeviceGuard(int device) : previous_(current_device()) { set_current_device(device); }
+
+DeviceGuard::~DeviceGuard() { runtime::t_current_device = previous_; }
+
+}  // namespace ordo

@@ -1,0 +1,39 @@
+// The process-wide runtime: per local device, its Device (worker) and its
+// DeviceGraph (pending IR). Started on first use or by ordo::init.
+//
+// Locking: starting and shutting down are serialized by a global mutex;
+// shutdown() must not race with other calls into ordo (documented in the
+// public header). Everything else reaches a started runtime lock-free.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "device/device.h"
+#include "lazy/device_graph.h"
+
+namespace ordo::runtime {
+
+class Runtime {
+ public:
+  Runtime(int num_devices, uint64_t generation);
+
+  int num_devices() const { return static_cast<int>(devices_.size()); }
+  uint64_t generation() const { return generation_; }
+  // Throws InvalidArgument for an ordinal out of range.
+  void check_device(int ordinal) const;
+  device::Device& device(int ordinal) { return *devices_[ordinal]; }
+  lazy::DeviceGraph& graph(int ordinal) { return *graphs_[ordinal]; }
+
+ private:
+  const uint64_t generation_;
+  std::vector<std::unique_ptr<lazy::DeviceGraph>> graphs_;
+  std::vector<std::unique_ptr<device::Device>> devices_;
+};
+
+// The running runtime, started from ORDO_NUM_DEVICES if needed.
+Runtime& get();
+// A device argument: < 0 means the calling thread's current device.
+int resolve_device(int device);
+
+}  // namespace ordo::runtime
