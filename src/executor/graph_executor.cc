@@ -44,7 +44,7 @@ void sync_device(int ordinal, bool raise_failure) {
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
   if (tensors.empty()) return;
-  const std::vector<ir::Value> roots = values_of(tensors);
+  std::vector<ir::Value> roots = values_of(tensors);
   const LoweredGraph lowered = lower(roots);
   std::shared_ptr<const ExecutionPlan> plan = find_or_compile(lowered, graph.schedule);
 
@@ -62,8 +62,10 @@ void sync_device(int ordinal, bool raise_failure) {
   graph.live_tensors.clear();
   // Submitted under the graph mutex so that the worker runs graphs in the
   // order they were cut: a later graph may read this one's results.
+  // The task holds the last references to the graph's nodes, so the graph
+  // is freed by the worker after it ran, not on the tracing thread.
   device.worker().submit([plan = std::move(plan), parameters = std::move(parameters),
-                          results = std::move(results), &device] {
+                          results = std::move(results), roots = std::move(roots), &device] {
     run_plan(*plan, parameters, results, device);
   });
 }
