@@ -15,34 +15,50 @@
 
 namespace ordo {
 
+// What kind of failure an Error is; lets a failure cross threads (a worker
+// records it, a reader rethrows it) without losing its class.
+enum class ErrorCode {
+  kInvalidArgument,
+  kDType,
+  kExecution,
+  kCollective,
+  kCollectiveMismatch,
+  kCollectiveTimeout,
+  kInternal,
+};
+
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  virtual ErrorCode code() const = 0;
 };
+
+#define ORDO_ERROR_CLASS(Name, Base, Code)               \
+  class Name : public Base {                              \
+   public:                                                \
+    using Base::Base;                                     \
+    ErrorCode code() const override { return ErrorCode::Code; } \
+  };
 
 // Bad arguments detected when an op is traced: nothing was recorded.
-class InvalidArgument : public Error {
- public:
-  using Error::Error;
-};
-
+ORDO_ERROR_CLASS(InvalidArgument, Error, kInvalidArgument)
 // An argument of the wrong element type.
-class DTypeError : public InvalidArgument {
- public:
-  using InvalidArgument::InvalidArgument;
-};
-
+ORDO_ERROR_CLASS(DTypeError, InvalidArgument, kDType)
 // A failure while a graph ran on a device; names the op that failed.
-class ExecutionError : public Error {
- public:
-  using Error::Error;
-};
-
+ORDO_ERROR_CLASS(ExecutionError, Error, kExecution)
+// A collective failed: a peer failed or is gone.
+ORDO_ERROR_CLASS(CollectiveError, ExecutionError, kCollective)
+// Participants of one collective brought different ops.
+ORDO_ERROR_CLASS(CollectiveMismatchError, CollectiveError, kCollectiveMismatch)
+// A participant waited past the collective timeout.
+ORDO_ERROR_CLASS(CollectiveTimeoutError, CollectiveError, kCollectiveTimeout)
 // A broken internal invariant: a bug in ordo, never the caller's fault.
-class InternalError : public Error {
- public:
-  using Error::Error;
-};
+ORDO_ERROR_CLASS(InternalError, Error, kInternal)
+
+#undef ORDO_ERROR_CLASS
+
+// Throws the class that code stands for.
+[[noreturn]] void throw_error_code(ErrorCode code, const std::string& message);
 
 template <typename... Parts>
 std::string str_cat(const Parts&... parts) {

@@ -4,14 +4,14 @@
 
 namespace ordo::device {
 
-void Device::record_failure(const std::string& message) {
+void Device::record_failure(const Failure& failure) {
   std::lock_guard<std::mutex> lock(error_mu_);
-  if (failed_graph_error_.empty()) failed_graph_error_ = message;
+  if (!failed_graph_) failed_graph_ = failure;
 }
 
-std::string Device::take_failure() {
+std::optional<Failure> Device::take_failure() {
   std::lock_guard<std::mutex> lock(error_mu_);
-  return std::exchange(failed_graph_error_, {});
+  return std::exchange(failed_graph_, std::nullopt);
 }
 
 }  // namespace ordo::device

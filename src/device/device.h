@@ -1,32 +1,41 @@
 // A local device: an ordinal and a worker that runs its graphs in order.
 //
-// Locking: error_mu guards failed_graph_error, which the worker sets when a
+// Locking: error_mu guards failed_graph_, which the worker sets when a
 // graph fails and the next mark_step of the device takes (and clears).
 #pragma once
 
 #include <mutex>
-#include <string>
+#include <optional>
 
+#include "device/device_data.h"
 #include "device/worker.h"
+
+namespace ordo::comm {
+class Communicator;
+}
 
 namespace ordo::device {
 
 class Device {
  public:
-  explicit Device(int ordinal) : ordinal_(ordinal) {}
+  // communicator outlives the device.
+  Device(int ordinal, comm::Communicator& communicator)
+      : ordinal_(ordinal), communicator_(communicator) {}
 
   int ordinal() const { return ordinal_; }
   Worker& worker() { return worker_; }
+  comm::Communicator& communicator() { return communicator_; }
 
   // Keeps the first failure until it is taken.
-  void record_failure(const std::string& message);
-  // The recorded failure, cleared; empty if none.
-  std::string take_failure();
+  void record_failure(const Failure& failure);
+  // The recorded failure, cleared.
+  std::optional<Failure> take_failure();
 
  private:
   const int ordinal_;
+  comm::Communicator& communicator_;
   std::mutex error_mu_;
-  std::string failed_graph_error_;
+  std::optional<Failure> failed_graph_;
   Worker worker_;
 };
 

@@ -1,6 +1,5 @@
 #include "device/device_data.h"
 
-#include "ordo/error.h"
 
 namespace ordo::device {
 
@@ -16,8 +15,8 @@ void DeviceData::fulfil(std::shared_ptr<const Buffer> buffer) {
   state_.notify_all();
 }
 
-void DeviceData::fail(std::string message) {
-  error_ = std::move(message);
+void DeviceData::fail(Failure failure) {
+  failure_ = std::move(failure);
   state_.store(kFailed, std::memory_order_release);
   state_.notify_all();
 }
@@ -28,7 +27,7 @@ const std::shared_ptr<const Buffer>& DeviceData::wait() const {
     state_.wait(kPending, std::memory_order_acquire);
     state = state_.load(std::memory_order_acquire);
   }
-  if (state == kFailed) throw ExecutionError(error_);
+  if (state == kFailed) failure_.raise();
   return buffer_;
 }
 

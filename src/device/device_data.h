@@ -2,7 +2,7 @@
 // computed (a future buffer). mark_step hands tensors pending DeviceData that
 // the device's worker fulfils or fails when their graph runs.
 //
-// Locking: state_ publishes buffer_ and error_. They are written once, before
+// Locking: state_ publishes buffer_ and failure_. They are written once, before
 // state_ leaves kPending (release), and read only after seeing that (acquire).
 #pragma once
 
@@ -11,8 +11,18 @@
 #include <string>
 
 #include "device/buffer.h"
+#include "ordo/error.h"
 
 namespace ordo::device {
+
+// A failure that crosses threads: recorded by a worker, rethrown by a reader
+// as the class its code names.
+struct Failure {
+  ErrorCode code = ErrorCode::kExecution;
+  std::string message;
+
+  [[noreturn]] void raise() const { throw_error_code(code, message); }
+};
 
 class DeviceData {
  public:
@@ -24,13 +34,11 @@ class DeviceData {
 
   // Exactly one of these is called, once.
   void fulfil(std::shared_ptr<const Buffer> buffer);
-  void fail(std::string message);
+  void fail(Failure failure);
 
   bool is_done() const { return state_.load(std::memory_order_acquire) != kPending; }
-  // Blocks until done; throws ExecutionError if the producing graph failed.
+  // Blocks until done; rethrows the failure if the producing graph failed.
   const std::shared_ptr<const Buffer>& wait() const;
-  // Once done: the failure message, or empty.
-  const std::string& error() const { return error_; }
 
  private:
   static constexpr int kPending = 0, kReady = 1, kFailed = 2;
@@ -38,7 +46,7 @@ class DeviceData {
   const Shape shape_;
   std::atomic<int> state_{kPending};
   std::shared_ptr<const Buffer> buffer_;
-  std::string error_;
+  Failure failure_;
 };
 
 }  // namespace ordo::device

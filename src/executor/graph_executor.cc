@@ -23,13 +23,6 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const LoweredGraph& graph,
   return plan;
 }
 
-std::vector<ir::Value> values_of(const std::vector<std::shared_ptr<lazy::TensorImpl>>& tensors) {
-  std::vector<ir::Value> values;
-  values.reserve(tensors.size());
-  for (const auto& tensor : tensors) values.push_back(tensor->value);
-  return values;
-}
-
 }  // namespace
 
 void sync_device(int ordinal, bool raise_failure) {
@@ -37,14 +30,13 @@ void sync_device(int ordinal, bool raise_failure) {
   rt.check_device(ordinal);
   device::Device& device = rt.device(ordinal);
   if (raise_failure) {
-    std::string failure = device.take_failure();
-    if (!failure.empty()) throw ExecutionError(failure);
+    if (std::optional<device::Failure> failure = device.take_failure()) failure->raise();
   }
   lazy::DeviceGraph& graph = rt.graph(ordinal);
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
-  if (tensors.empty()) return;
-  std::vector<ir::Value> roots = values_of(tensors);
+  std::vector<ir::Value> roots = graph.roots_of(tensors);
+  if (roots.empty()) return;
   const LoweredGraph lowered = lower(roots);
   std::shared_ptr<const ExecutionPlan> plan = find_or_compile(lowered, graph.schedule);
 
@@ -52,14 +44,18 @@ void sync_device(int ordinal, bool raise_failure) {
   parameters.reserve(lowered.parameters.size());
   for (int32_t position : lowered.parameters) parameters.push_back(lowered.nodes[position]->data());
   std::vector<std::shared_ptr<device::DeviceData>> results;
-  results.reserve(tensors.size());
-  for (const auto& tensor : tensors) {
-    results.push_back(std::make_shared<device::DeviceData>(tensor->dtype, tensor->shape));
-    tensor->data = results.back();
-    tensor->value = {};
-    tensor->registered = false;
+  results.reserve(roots.size());
+  for (const ir::Value& root : roots) {
+    results.push_back(std::make_shared<device::DeviceData>(root.type().dtype, root.type().shape));
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    tensors[i]->data = results[i];
+    tensors[i]->value = {};
+    tensors[i]->registered = false;
   }
   graph.live_tensors.clear();
+  graph.cc_token = {};
+  ++graph.cuts;
   // Submitted under the graph mutex so that the worker runs graphs in the
   // order they were cut: a later graph may read this one's results.
   // The task holds the last references to the graph's nodes, so the graph
@@ -103,9 +99,7 @@ std::string dump_pending_graph(int device) {
   const int ordinal = runtime::resolve_device(device);
   lazy::DeviceGraph& graph = rt.graph(ordinal);
   std::lock_guard<std::mutex> lock(graph.mu);
-  std::vector<ir::Value> roots;
-  for (const auto& tensor : graph.pending_tensors()) roots.push_back(tensor->value);
-  return executor::dump(executor::lower(roots));
+  return executor::dump(executor::lower(graph.roots_of(graph.pending_tensors())));
 }
 
 std::string dump_graph(const std::vector<Tensor>& tensors) {

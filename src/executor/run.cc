@@ -1,5 +1,6 @@
 #include "executor/run.h"
 
+#include "comm/communicator.h"
 #include "ordo/error.h"
 
 namespace ordo::executor {
@@ -7,23 +8,49 @@ namespace {
 
 using Slots = std::vector<std::shared_ptr<const device::Buffer>>;
 
-// Runs the steps; returns the failure message, empty on success.
-std::string run_steps(const ExecutionPlan& plan, Slots& slots, int ordinal) {
+device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, int ordinal,
+                             ErrorCode code, const char* what) {
+  return {code, str_cat(ir::op_name(step.op), " (node %", step.node, " of graph ", std::hex,
+                        plan.graph_hash, std::dec, ") failed on device ", ordinal, ": ", what)};
+}
+
+// Runs the steps; returns the index of the step that failed (setting
+// failure), or the number of steps.
+size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device,
+                 std::optional<device::Failure>& failure) {
+  const int ordinal = device.ordinal();
   std::vector<const device::Buffer*> inputs;
-  for (const PlanStep& step : plan.steps) {
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
     inputs.clear();
     for (int32_t slot : step.input_slots) inputs.push_back(slots[slot].get());
     std::span<std::shared_ptr<const device::Buffer>> outputs(&slots[step.first_output_slot],
                                                               step.output_types.size());
     try {
-      step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal});
+      step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator()});
+    } catch (const Error& e) {
+      failure = step_failure(plan, step, ordinal, e.code(), e.what());
+      return s;
     } catch (const std::exception& e) {
-      return str_cat(ir::op_name(step.op), " (node %", step.node, " of graph ", std::hex,
-                     plan.graph_hash, std::dec, ") failed on device ", ordinal, ": ", e.what());
+      failure = step_failure(plan, step, ordinal, ErrorCode::kExecution, e.what());
+      return s;
     }
     for (int32_t slot : step.release_slots) slots[slot].reset();
   }
-  return {};
+  return plan.steps.size();
+}
+
+// The collectives this device will not reach still have peers waiting for
+// them: tell the communicator, so that they fail now instead of timing out.
+void abandon_collectives(const ExecutionPlan& plan, size_t first, device::Device& device,
+                         const device::Failure& failure) {
+  for (size_t s = first; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (ir::op_group(step.op) == ir::OpGroup::kCollective) {
+      device.communicator().abandon(step.op, ir::decode_collective(step.attrs), device.ordinal(),
+                                    failure.message);
+    }
+  }
 }
 
 }  // namespace
@@ -33,21 +60,26 @@ void run_plan(const ExecutionPlan& plan,
               const std::vector<std::shared_ptr<device::DeviceData>>& results,
               device::Device& device) {
   Slots slots(plan.num_slots);
-  std::string failure;
+  std::optional<device::Failure> failure;
   // Parameters come from host data or from earlier graphs of this worker, so
   // they are done by now; a failed one fails this graph too.
-  for (size_t i = 0; i < parameters.size(); ++i) {
+  for (size_t i = 0; i < parameters.size() && !failure; ++i) {
     try {
       slots[plan.parameter_slots[i]] = parameters[i]->wait();
     } catch (const Error& e) {
-      failure = str_cat("an input of this graph came from a graph that failed: ", e.what());
-      break;
+      failure = device::Failure{
+          e.code(), str_cat("an input of this graph came from a graph that failed: ", e.what())};
     }
   }
-  if (failure.empty()) failure = run_steps(plan, slots, device.ordinal());
-  if (!failure.empty()) {
-    for (const auto& result : results) result->fail(failure);
-    device.record_failure(failure);
+  size_t first_unreached = 0;
+  if (!failure) {
+    // A collective step that failed has already failed its rendezvous.
+    first_unreached = run_steps(plan, slots, device, failure) + 1;
+  }
+  if (failure) {
+    abandon_collectives(plan, first_unreached, device, *failure);
+    for (const auto& result : results) result->fail(*failure);
+    device.record_failure(*failure);
     return;
   }
   for (size_t i = 0; i < results.size(); ++i) results[i]->fulfil(slots[plan.result_slots[i]]);

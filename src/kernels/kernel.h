@@ -12,6 +12,10 @@
 #include "device/buffer.h"
 #include "ir/node.h"
 
+namespace ordo::comm {
+class Communicator;
+}
+
 namespace ordo::kernels {
 
 struct KernelArgs {
@@ -21,6 +25,7 @@ struct KernelArgs {
   // Filled by the kernel, one per output (a token output gets token_buffer()).
   std::span<std::shared_ptr<const device::Buffer>> outputs;
   int device;  // the ordinal the graph runs on
+  comm::Communicator& communicator;  // what collective kernels talk through
 };
 
 using KernelFn = void (*)(const KernelArgs&);

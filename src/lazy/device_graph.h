@@ -1,7 +1,9 @@
 // The pending graph of one device: the live tensors whose values are still IR.
 //
-// Locking: mu guards live_tensors, prune_at, schedule, the IR state of every
-// TensorImpl of this device and the walk scratch of its nodes. Take at most
+// Locking: mu guards live_tensors, prune_at, schedule, cc_token, cuts, the IR
+// state of every TensorImpl of this device and the walk scratch of its nodes.
+// Tracing a collective reads cc_token, builds the node and stores its token
+// output under one hold of mu, so two threads never fork the chain. Take at most
 // one device's mu at a time; never wait for a worker while holding it.
 #pragma once
 
@@ -21,11 +23,19 @@ struct DeviceGraph {
   std::vector<std::weak_ptr<TensorImpl>> live_tensors;
   size_t prune_at = 1024;
   ScheduleOptions schedule;
+  // The token the next collective takes: the last collective's token output,
+  // or empty for a fresh one. Reset when the graph is cut.
+  ir::Value cc_token;
+  uint64_t cuts = 0;  // graph cuts so far: a CcToken from an earlier cut is stale
 
   // Adds a tensor that just became pending (mu held).
   void register_pending(const std::shared_ptr<TensorImpl>& tensor);
   // The live pending tensors, in registration order (mu held).
   std::vector<std::shared_ptr<TensorImpl>> pending_tensors();
+  // What a graph cut computes: the values of tensors, then the cc token if
+  // it is pending, so that a collective whose results nobody kept still
+  // runs (its peers wait for it) (mu held).
+  std::vector<ir::Value> roots_of(const std::vector<std::shared_ptr<TensorImpl>>& tensors) const;
 };
 
 }  // namespace ordo::lazy

@@ -24,19 +24,29 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
 }
 
 std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
-                          std::vector<ir::ValueType> outputs, ir::Attrs attrs) {
+                          std::vector<ir::ValueType> outputs, ir::Attrs attrs, bool chain_token) {
   const int device = inputs.front()->impl()->device;
   runtime::Runtime& rt = runtime::get();
   DeviceGraph& graph = rt.graph(device);
   std::vector<ir::Value> operands;
-  operands.reserve(inputs.size());
+  operands.reserve(inputs.size() + 1);
   std::vector<Tensor> results;
   results.reserve(outputs.size());
   std::lock_guard<std::mutex> lock(graph.mu);
   for (const Tensor* input : inputs) operands.push_back(value_of(*input->impl()));
+  if (chain_token) {
+    if (!graph.cc_token.node) {
+      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, device), 0};
+    }
+    operands.push_back(graph.cc_token);
+  }
   ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), device);
   for (uint32_t i = 0; i < node->outputs().size(); ++i) {
     const ir::ValueType& type = node->output(i);
+    if (type.is_token) {
+      if (chain_token) graph.cc_token = {node, i};
+      continue;
+    }
     auto impl = std::make_shared<TensorImpl>(type.dtype, type.shape, device, rt.generation());
     impl->value = {node, i};
     graph.register_pending(impl);

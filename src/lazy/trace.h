@@ -22,10 +22,14 @@ ir::Value value_of(TensorImpl& tensor);
 // device; returns that device. `what` names the op in errors.
 int common_device(std::string_view what, std::span<const Tensor* const> inputs);
 
-// Records op over the inputs and returns one tensor per output. Inputs must
-// have passed common_device.
+// Records op over the inputs and returns one tensor per non-token output.
+// Inputs must have passed common_device. With chain_token the node also
+// takes the device's cc token (a fresh leaf if the slot is empty) as its last
+// operand, and its token output becomes the slot's new token, all under one
+// hold of the graph mutex.
 std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
-                          std::vector<ir::ValueType> outputs, ir::Attrs attrs = {});
+                          std::vector<ir::ValueType> outputs, ir::Attrs attrs = {},
+                          bool chain_token = false);
 
 // The single-output form most builders use.
 Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::ValueType output,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "comm/in_process/in_process_communicator.h"
 #include "ordo/error.h"
 #include "ordo/runtime.h"
 
@@ -46,10 +47,12 @@ void start_locked(int n) {
 
 }  // namespace
 
-Runtime::Runtime(int num_devices, uint64_t generation) : generation_(generation) {
+Runtime::Runtime(int num_devices, uint64_t generation)
+    : generation_(generation),
+      communicator_(std::make_unique<comm::InProcessCommunicator>(num_devices)) {
   for (int i = 0; i < num_devices; ++i) {
     graphs_.push_back(std::make_unique<lazy::DeviceGraph>());
-    devices_.push_back(std::make_unique<device::Device>(i));
+    devices_.push_back(std::make_unique<device::Device>(i, *communicator_));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "device/device.h"
 #include "lazy/device_graph.h"
 
@@ -24,9 +25,11 @@ class Runtime {
   void check_device(int ordinal) const;
   device::Device& device(int ordinal) { return *devices_[ordinal]; }
   lazy::DeviceGraph& graph(int ordinal) { return *graphs_[ordinal]; }
+  comm::Communicator& communicator() { return *communicator_; }
 
  private:
   const uint64_t generation_;
+  std::unique_ptr<comm::Communicator> communicator_;  // outlives the devices
   std::vector<std::unique_ptr<lazy::DeviceGraph>> graphs_;
   std::vector<std::unique_ptr<device::Device>> devices_;
 };

@@ -1,0 +1,104 @@
+// Collectives, with the semantics of torch_xla's xla_model (2.1). Each is a
+// graph node that takes its device's cc token and leaves a new one, so the
+// collectives of a device run in program order whatever the scheduler does.
+//
+//   // on each of 4 devices (threads), with that device current:
+//   ordo::Tensor g = ordo::full({8}, float(ordo::current_device()), ordo::DType::kFloat32);
+//   ordo::Tensor total = ordo::all_reduce(ordo::ReduceType::kSum, g);       // 0+1+2+3
+//   ordo::Tensor parts = ordo::all_gather(g, 0, {{0, 1}, {2, 3}});          // [16]
+//   ordo::mark_step();
+//
+// Arguments are checked when the op is traced (InvalidArgument, nothing
+// recorded, the token left as it was). At run time a participant that brings
+// another op raises CollectiveMismatchError on every participant; one that
+// waits too long warns, then raises CollectiveTimeoutError; a peer whose graph
+// failed or that was marked failed makes the others raise CollectiveError.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ordo/tensor.h"
+
+namespace ordo {
+
+enum class ReduceType { kSum, kMul, kAnd, kOr, kMin, kMax };
+// "sum", "mul", "and", "or", "min", "max".
+ReduceType parse_reduce_type(std::string_view name);
+std::string_view reduce_type_name(ReduceType type);
+
+// Replica groups: lists of global ordinals that partition the devices. Empty
+// means one group of every device. A device's rank is its position in its group.
+using ReplicaGroups = std::vector<std::vector<int>>;
+
+// One tensor: a new tensor holding the scaled reduction over the group.
+Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale = 1.0,
+                  const ReplicaGroups& groups = {});
+// A list: reduced in place (each handle rebound) as one coalesced collective.
+void all_reduce_inplace(ReduceType reduce, std::vector<Tensor>& inputs, double scale = 1.0,
+                        const ReplicaGroups& groups = {});
+// Concatenates the group's inputs along dim, in rank order.
+Tensor all_gather(const Tensor& input, int64_t dim = 0, const ReplicaGroups& groups = {});
+// Rank r gets shard r (along scatter_dim) of the scaled reduction;
+// shard_count must equal the group size.
+Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int64_t scatter_dim,
+                      int64_t shard_count, const ReplicaGroups& groups = {});
+// Splits along split_dimension into split_count chunks (the group size),
+// sends chunk j to rank j, and concatenates what arrives along
+// concat_dimension in rank order.
+Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_dimension,
+                  int64_t split_count, const ReplicaGroups& groups = {});
+// pairs of [source, target] global ordinals; a device that is no target gets zeros.
+Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs);
+// In place: every device of a group gets the root's tensors (root_ordinal is
+// a global ordinal); a group without the root gets zeros, as in torch_xla.
+void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal = 0,
+                          const ReplicaGroups& groups = {});
+
+// ---- The cc token of each device. ----
+
+// A handle to a device's token: an IR value of token type.
+class CcToken {
+ public:
+  CcToken() = default;
+  bool defined() const { return impl_ != nullptr; }
+  int device() const;
+  struct Impl;
+  explicit CcToken(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  const std::shared_ptr<const Impl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+// The device's current token; undefined when the slot is fresh.
+CcToken get_cc_token(int device);
+// Sets the slot; an undefined token resets it. A token of another device is
+// an error; a token whose graph already ran counts as fresh.
+void set_cc_token(int device, const CcToken& token);
+void reset_cc_token(int device);
+
+// Debug switch: without token edges collectives are ordered by nothing but
+// data, so a scheduler may reorder them (the mismatch check catches it).
+void set_token_edges_enabled(bool enabled);
+bool token_edges_enabled();
+
+// ---- Failure handling. ----
+
+struct CollectiveTimeouts {
+  double warn_seconds = 30.0;      // log which devices are missing
+  double timeout_seconds = 300.0;  // fail with CollectiveTimeoutError
+};
+// Defaults come from ORDO_COLLECTIVE_WARN_SECONDS and
+// ORDO_COLLECTIVE_TIMEOUT_SECONDS when set.
+void set_collective_timeouts(CollectiveTimeouts timeouts);
+CollectiveTimeouts collective_timeouts();
+
+// Declares a device gone (its driving thread died): every collective that
+// waits for it, now or later, fails with CollectiveError naming it.
+void mark_device_failed(int device, const std::string& reason);
+
+}  // namespace ordo

@@ -1,0 +1,43 @@
+// The communication interface: what a collective kernel calls. Every backend
+// (in-process threads now; MPI later) implements it and passes the same
+// conformance tests; the in-process backend is the reference.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "device/buffer.h"
+#include "ir/collective_attrs.h"
+#include "ir/ops.h"
+
+namespace ordo::comm {
+
+// One participant's part in a collective.
+struct CollectiveCall {
+  ir::OpKind op;
+  const ir::CollectiveAttrs& attrs;
+  int device;                                       // global ordinal
+  std::span<const device::Buffer* const> inputs;    // the data inputs (no token)
+  std::span<const device::Buffer* const> outputs;   // allocated; the collective writes them
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int world_size() const = 0;
+  // Meets the peers of call's group and runs the op. Throws
+  // CollectiveMismatchError, CollectiveTimeoutError or CollectiveError.
+  virtual void run(const CollectiveCall& call) = 0;
+  // device will not run this collective (its graph failed before it): its
+  // peers fail with reason instead of waiting.
+  virtual void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
+                       const std::string& reason) = 0;
+  // device is gone: every collective waiting for it, now or later, fails.
+  virtual void mark_device_failed(int device, const std::string& reason) = 0;
+};
+
+// "all_reduce(sum, scale 0.5) of float32[4] on group [0, 1]", for messages.
+std::string describe(const CollectiveCall& call);
+std::string describe_group(const std::vector<int>& group);
+
+}  // namespace ordo::comm

@@ -1,0 +1,51 @@
+#include <sstream>
+
+#include "comm/communicator.h"
+
+namespace ordo::comm {
+
+std::string describe_group(const std::vector<int>& group) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < group.size(); ++i) out << (i ? ", " : "") << group[i];
+  out << ']';
+  return out.str();
+}
+
+std::string describe(const CollectiveCall& call) {
+  const ir::CollectiveAttrs& a = call.attrs;
+  std::ostringstream out;
+  out << ir::op_name(call.op) << '(';
+  switch (call.op) {
+    case ir::OpKind::kAllReduce:
+      out << reduce_type_name(a.reduce) << ", scale " << a.scale;
+      break;
+    case ir::OpKind::kReduceScatter:
+      out << reduce_type_name(a.reduce) << ", scale " << a.scale << ", dim " << a.dim0;
+      break;
+    case ir::OpKind::kAllGather:
+      out << "dim " << a.dim0;
+      break;
+    case ir::OpKind::kAllToAll:
+      out << "split " << a.dim0 << ", concat " << a.dim1;
+      break;
+    case ir::OpKind::kCollectiveBroadcast:
+      out << "root " << a.dim0;
+      break;
+    case ir::OpKind::kCollectivePermute:
+      out << "pairs";
+      for (const auto& [source, target] : a.pairs) out << ' ' << source << "->" << target;
+      break;
+    default:
+      break;
+  }
+  out << ") of ";
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    out << (i ? ", " : "") << dtype_name(call.inputs[i]->dtype)
+        << shape_to_string(call.inputs[i]->shape);
+  }
+  if (call.inputs.empty()) out << "nothing";
+  return out.str();
+}
+
+}  // namespace ordo::comm

@@ -1,0 +1,63 @@
+#include "ir/collective_attrs.h"
+
+#include <algorithm>
+
+#include "ordo/error.h"
+
+namespace ordo::ir {
+
+// ints: reduce, dim0, dim1, #groups, size of each group, members...,
+// #pairs, source, target, ...; reals: scale; flag: token operand.
+Attrs encode(const CollectiveAttrs& c) {
+  Attrs attrs;
+  attrs.ints = {static_cast<int64_t>(c.reduce), c.dim0, c.dim1,
+                static_cast<int64_t>(c.groups.size())};
+  for (const auto& group : c.groups) attrs.ints.push_back(static_cast<int64_t>(group.size()));
+  for (const auto& group : c.groups) attrs.ints.insert(attrs.ints.end(), group.begin(), group.end());
+  attrs.ints.push_back(static_cast<int64_t>(c.pairs.size()));
+  for (const auto& [source, target] : c.pairs) {
+    attrs.ints.push_back(source);
+    attrs.ints.push_back(target);
+  }
+  attrs.reals = {c.scale};
+  attrs.flag = c.token_operand;
+  return attrs;
+}
+
+CollectiveAttrs decode_collective(const Attrs& attrs) {
+  CollectiveAttrs c;
+  const std::vector<int64_t>& v = attrs.ints;
+  size_t at = 0;
+  auto next = [&] {
+    if (at >= v.size()) throw InternalError("collective attrs are truncated");
+    return v[at++];
+  };
+  c.reduce = static_cast<ReduceType>(next());
+  c.dim0 = next();
+  c.dim1 = next();
+  c.groups.resize(static_cast<size_t>(next()));
+  for (auto& group : c.groups) group.resize(static_cast<size_t>(next()));
+  for (auto& group : c.groups) {
+    for (int& member : group) member = static_cast<int>(next());
+  }
+  c.pairs.resize(static_cast<size_t>(next()));
+  for (auto& pair : c.pairs) {
+    pair.first = static_cast<int>(next());
+    pair.second = static_cast<int>(next());
+  }
+  c.scale = attrs.reals.empty() ? 1.0 : attrs.reals[0];
+  c.token_operand = attrs.flag;
+  return c;
+}
+
+std::vector<int> CollectiveAttrs::group_of(int device, int world_size) const {
+  for (const auto& group : groups) {
+    if (std::find(group.begin(), group.end(), device) != group.end()) return group;
+  }
+  if (!groups.empty()) throw_error<InternalError>("device ", device, " is in no replica group");
+  std::vector<int> all(static_cast<size_t>(world_size));
+  for (int i = 0; i < world_size; ++i) all[i] = i;
+  return all;
+}
+
+}  // namespace ordo::ir

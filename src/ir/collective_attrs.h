@@ -1,0 +1,32 @@
+// The attributes of collective nodes, and their encoding in ir::Attrs.
+// Every device stores all replica groups (not just its own), so the same
+// program hashes the same on every device and shares one compiled plan.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "ir/node.h"
+#include "ordo/collectives.h"
+
+namespace ordo::ir {
+
+struct CollectiveAttrs {
+  ReduceType reduce = ReduceType::kSum;
+  double scale = 1.0;
+  // all_gather: dim0 = dim. reduce_scatter: dim0 = scatter_dim.
+  // all_to_all: dim0 = split, dim1 = concat. collective_broadcast: root.
+  int64_t dim0 = 0;
+  int64_t dim1 = 0;
+  ReplicaGroups groups;  // empty: one group of every device
+  std::vector<std::pair<int, int>> pairs;
+  bool token_operand = true;
+
+  // The members of device's group in rank order (every device if no groups).
+  std::vector<int> group_of(int device, int world_size) const;
+};
+
+Attrs encode(const CollectiveAttrs& attrs);
+CollectiveAttrs decode_collective(const Attrs& attrs);
+
+}  // namespace ordo::ir

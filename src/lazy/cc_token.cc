@@ -1,0 +1,42 @@
+// The C++ face of each device's cc token slot (lazy::DeviceGraph::cc_token).
+#include "lazy/trace.h"
+#include "ordo/collectives.h"
+#include "runtime/runtime.h"
+
+namespace ordo {
+
+struct CcToken::Impl {
+  ir::Value value;
+  int device;
+  uint64_t cut;  // the device's cut count when the token was read
+};
+
+int CcToken::device() const {
+  ORDO_ARG_CHECK(impl_ != nullptr, "the cc token is undefined (a fresh slot)");
+  return impl_->device;
+}
+
+CcToken get_cc_token(int device) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  lazy::DeviceGraph& graph = rt.graph(device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  if (!graph.cc_token.node) return CcToken();
+  return CcToken(std::make_shared<const CcToken::Impl>(CcToken::Impl{graph.cc_token, device, graph.cuts}));
+}
+
+void set_cc_token(int device, const CcToken& token) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  ORDO_ARG_CHECK(!token.defined() || token.device() == device, "set_cc_token: a token of device ",
+                 token.defined() ? token.device() : -1, " cannot be the token of device ", device);
+  lazy::DeviceGraph& graph = rt.graph(device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  // A token whose graph already ran counts as fresh.
+  const bool current = token.defined() && token.impl()->cut == graph.cuts;
+  graph.cc_token = current ? token.impl()->value : ir::Value{};
+}
+
+void reset_cc_token(int device) { set_cc_token(device, CcToken()); }
+
+}  // namespace ordo

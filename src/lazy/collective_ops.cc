@@ -1,0 +1,233 @@
+// Builders of collectives: argument checks (all before anything is
+// recorded, so a bad call leaves the token slot as it was), output types,
+// and the token chain.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "ir/collective_attrs.h"
+#include "lazy/shape_inference.h"
+#include "lazy/trace.h"
+#include "ordo/collectives.h"
+#include "runtime/runtime.h"
+
+namespace ordo {
+namespace {
+
+using ir::OpKind;
+
+std::atomic<bool> g_token_edges{true};
+
+// Groups must partition the world; equal sizes where the op splits or
+// gathers by the group size.
+void check_groups(std::string_view what, const ReplicaGroups& groups, int world,
+                  bool equal_sizes) {
+  if (groups.empty()) return;
+  std::vector<int> seen(static_cast<size_t>(world), 0);
+  for (const auto& group : groups) {
+    ORDO_ARG_CHECK(!group.empty(), what, ": a replica group is empty");
+    ORDO_ARG_CHECK(!equal_sizes || group.size() == groups[0].size(), what,
+                   ": replica groups must all have the same size, got ", groups[0].size(),
+                   " and ", group.size());
+    for (int member : group) {
+      ORDO_ARG_CHECK(member >= 0 && member < world, what, ": device ", member,
+                     " in a replica group does not exist (world size ", world, ")");
+      ORDO_ARG_CHECK(++seen[member] == 1, what, ": device ", member,
+                     " is in more than one replica group");
+    }
+  }
+  for (int d = 0; d < world; ++d) {
+    ORDO_ARG_CHECK(seen[d] == 1, what, ": device ", d,
+                   " is in no replica group; groups must partition the devices");
+  }
+}
+
+void check_reduce(std::string_view what, ReduceType reduce, DType dtype, double scale) {
+  const bool bitwise = reduce == ReduceType::kAnd || reduce == ReduceType::kOr;
+  ORDO_DTYPE_CHECK(!bitwise || !is_floating(dtype), what, ": reduce type '",
+                   reduce_type_name(reduce), "' needs bool or integer tensors, got ",
+                   dtype_name(dtype));
+  ORDO_DTYPE_CHECK(bitwise || dtype != DType::kBool, what, ": reduce type '",
+                   reduce_type_name(reduce), "' is not defined for bool tensors");
+  ORDO_ARG_CHECK(std::isfinite(scale), what, ": scale must be finite, got ", scale);
+  ORDO_ARG_CHECK(!bitwise || scale == 1.0, what, ": scale applies to sum, mul, min and max, not '",
+                 reduce_type_name(reduce), "'");
+}
+
+struct Traced {
+  int device;
+  int world;
+  size_t group_size;
+};
+
+// Checks the inputs and groups; returns where the collective runs.
+Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
+               const ReplicaGroups& groups, bool equal_sizes) {
+  ORDO_ARG_CHECK(!inputs.empty(), what, ": no tensors given");
+  const int device = lazy::common_device(what, inputs);
+  const int world = runtime::get().num_devices();
+  check_groups(what, groups, world, equal_sizes);
+  ir::CollectiveAttrs probe;
+  probe.groups = groups;
+  return {device, world, probe.group_of(device, world).size()};
+}
+
+std::vector<Tensor> record(OpKind op, std::span<const Tensor* const> inputs,
+                           std::vector<ir::ValueType> outputs, ir::CollectiveAttrs attrs) {
+  attrs.token_operand = g_token_edges.load(std::memory_order_relaxed);
+  outputs.push_back(ir::ValueType::token());
+  return lazy::trace(op, inputs, std::move(outputs), ir::encode(attrs), attrs.token_operand);
+}
+
+std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {
+  std::vector<const Tensor*> out;
+  for (const Tensor& t : tensors) out.push_back(&t);
+  return out;
+}
+
+// A dimension of x that splits into `parts` equal pieces.
+int64_t splittable_dim(std::string_view what, const Tensor& x, int64_t dim, int64_t parts,
+                       std::string_view name) {
+  const int64_t d = lazy::normalize_axis(what, dim, x.dim());
+  ORDO_ARG_CHECK(x.shape()[d] % parts == 0, what, ": ", name, " ", d, " of shape ",
+                 shape_to_string(x.shape()), " does not split into ", parts, " equal parts");
+  return d;
+}
+
+}  // namespace
+
+ReduceType parse_reduce_type(std::string_view name) {
+  for (ReduceType t : {ReduceType::kSum, ReduceType::kMul, ReduceType::kAnd, ReduceType::kOr,
+                       ReduceType::kMin, ReduceType::kMax}) {
+    if (reduce_type_name(t) == name) return t;
+  }
+  throw_error<InvalidArgument>("unknown reduce type '", name,
+                               "'; expected one of sum, mul, and, or, min, max");
+}
+
+std::string_view reduce_type_name(ReduceType type) {
+  switch (type) {
+    case ReduceType::kSum: return "sum";
+    case ReduceType::kMul: return "mul";
+    case ReduceType::kAnd: return "and";
+    case ReduceType::kOr: return "or";
+    case ReduceType::kMin: return "min";
+    case ReduceType::kMax: return "max";
+  }
+  return "unknown";
+}
+
+std::vector<Tensor> all_reduce_list(ReduceType reduce, const std::vector<Tensor>& inputs,
+                                    double scale, const ReplicaGroups& groups) {
+  const std::vector<const Tensor*> in = pointers(inputs);
+  prepare("all_reduce", in, groups, false);
+  std::vector<ir::ValueType> outputs;
+  for (const Tensor& t : inputs) {
+    check_reduce("all_reduce", reduce, t.dtype(), scale);
+    outputs.push_back({t.dtype(), t.shape()});
+  }
+  ir::CollectiveAttrs attrs;
+  attrs.reduce = reduce;
+  attrs.scale = scale;
+  attrs.groups = groups;
+  return record(OpKind::kAllReduce, in, std::move(outputs), std::move(attrs));
+}
+
+Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale, const ReplicaGroups& groups) {
+  return all_reduce_list(reduce, {input}, scale, groups).front();
+}
+
+void all_reduce_inplace(ReduceType reduce, std::vector<Tensor>& inputs, double scale,
+                        const ReplicaGroups& groups) {
+  std::vector<Tensor> results = all_reduce_list(reduce, inputs, scale, groups);
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i].assign(results[i]);
+}
+
+Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups) {
+  const Tensor* in[] = {&input};
+  const Traced at = prepare("all_gather", in, groups, true);
+  ORDO_ARG_CHECK(input.dim() >= 1, "all_gather: the input must have rank >= 1");
+  ir::CollectiveAttrs attrs;
+  attrs.dim0 = lazy::normalize_axis("all_gather", dim, input.dim());
+  attrs.groups = groups;
+  Shape shape = input.shape();
+  shape[attrs.dim0] *= static_cast<int64_t>(at.group_size);
+  return record(OpKind::kAllGather, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
+}
+
+Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int64_t scatter_dim,
+                      int64_t shard_count, const ReplicaGroups& groups) {
+  const Tensor* in[] = {&input};
+  const Traced at = prepare("reduce_scatter", in, groups, true);
+  check_reduce("reduce_scatter", reduce, input.dtype(), scale);
+  ORDO_ARG_CHECK(input.dim() >= 1, "reduce_scatter: the input must have rank >= 1");
+  ORDO_ARG_CHECK(shard_count == static_cast<int64_t>(at.group_size),
+                 "reduce_scatter: shard_count ", shard_count, " must equal the group size ",
+                 at.group_size);
+  ir::CollectiveAttrs attrs;
+  attrs.reduce = reduce;
+  attrs.scale = scale;
+  attrs.dim0 = splittable_dim("reduce_scatter", input, scatter_dim, shard_count, "scatter_dim");
+  attrs.groups = groups;
+  Shape shape = input.shape();
+  shape[attrs.dim0] /= shard_count;
+  return record(OpKind::kReduceScatter, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
+}
+
+Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_dimension,
+                  int64_t split_count, const ReplicaGroups& groups) {
+  const Tensor* in[] = {&input};
+  const Traced at = prepare("all_to_all", in, groups, true);
+  ORDO_ARG_CHECK(input.dim() >= 1, "all_to_all: the input must have rank >= 1");
+  ORDO_ARG_CHECK(split_count == static_cast<int64_t>(at.group_size), "all_to_all: split_count ",
+                 split_count, " must equal the group size ", at.group_size);
+  ir::CollectiveAttrs attrs;
+  attrs.dim0 = splittable_dim("all_to_all", input, split_dimension, split_count, "split_dimension");
+  attrs.dim1 = lazy::normalize_axis("all_to_all", concat_dimension, input.dim());
+  attrs.groups = groups;
+  Shape shape = input.shape();
+  shape[attrs.dim0] /= split_count;
+  shape[attrs.dim1] *= split_count;
+  return record(OpKind::kAllToAll, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
+}
+
+Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs) {
+  const Tensor* in[] = {&input};
+  const Traced at = prepare("collective_permute", in, {}, false);
+  std::vector<int> targeted(static_cast<size_t>(at.world), 0);
+  for (const auto& [source, target] : pairs) {
+    ORDO_ARG_CHECK(source >= 0 && source < at.world && target >= 0 && target < at.world,
+                   "collective_permute: pair [", source, ", ", target,
+                   "] is out of range for world size ", at.world);
+    ORDO_ARG_CHECK(++targeted[target] == 1, "collective_permute: device ", target,
+                   " is the target of more than one pair");
+  }
+  ir::CollectiveAttrs attrs;
+  attrs.pairs = pairs;
+  return record(OpKind::kCollectivePermute, in, {{input.dtype(), input.shape()}}, std::move(attrs)).front();
+}
+
+void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const ReplicaGroups& groups) {
+  const std::vector<const Tensor*> in = pointers(tensors);
+  const Traced at = prepare("collective_broadcast", in, groups, false);
+  ORDO_ARG_CHECK(root_ordinal >= 0 && root_ordinal < at.world, "collective_broadcast: root ",
+                 root_ordinal, " does not exist (world size ", at.world, ")");
+  std::vector<ir::ValueType> outputs;
+  for (const Tensor& t : tensors) outputs.push_back({t.dtype(), t.shape()});
+  ir::CollectiveAttrs attrs;
+  attrs.dim0 = root_ordinal;
+  attrs.groups = groups;
+  std::vector<Tensor> results = record(OpKind::kCollectiveBroadcast, in, std::move(outputs), std::move(attrs));
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(results[i]);
+}
+
+void set_token_edges_enabled(bool enabled) { g_token_edges.store(enabled); }
+bool token_edges_enabled() { return g_token_edges.load(); }
+
+void mark_device_failed(int device, const std::string& reason) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  rt.communicator().mark_device_failed(device, reason);
+}
+
+}  // namespace ordo
