@@ -25,7 +25,8 @@ struct DeviceOutcome {
 };
 
 // Calls fn(device) on a thread per device (that device current) and returns
-// each device's value or exception, by ordinal.
+// each device's value or exception, by ordinal. A device whose fn throws is
+// marked failed, as ordo's spawn does, so its peers fail instead of waiting.
 template <typename T>
 std::vector<DeviceOutcome<T>> run_on_devices(int devices, const std::function<T(int)>& fn) {
   std::vector<DeviceOutcome<T>> outcomes(static_cast<size_t>(devices));
@@ -35,8 +36,9 @@ std::vector<DeviceOutcome<T>> run_on_devices(int devices, const std::function<T(
       try {
         DeviceGuard on(d);
         outcomes[d].value = fn(d);
-      } catch (...) {
+      } catch (const std::exception& e) {
         outcomes[d].error = std::current_exception();
+        mark_device_failed(d, std::string("its thread raised: ") + e.what());
       }
     });
   }
