@@ -1,0 +1,66 @@
+#include "device/buffer_pool.h"
+
+#include <bit>
+#include <cstdlib>
+#include <new>
+
+namespace ordo::device {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+void* aligned_block(size_t bytes) {
+  void* block = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  if (block == nullptr) throw std::bad_alloc();
+  return block;
+}
+
+}  // namespace
+
+size_t BufferPool::size_class(size_t bytes) {
+  if (bytes < kMinPooledBytes) return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t power = std::bit_floor(bytes);
+  const size_t quarter = power / 4;
+  return (bytes + quarter - 1) / quarter * quarter;
+}
+
+void* BufferPool::allocate(size_t bytes) {
+  const size_t size = size_class(bytes == 0 ? 1 : bytes);
+  if (size >= kMinPooledBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(size);
+    if (it != free_.end() && !it->second.empty()) {
+      void* block = it->second.back();
+      it->second.pop_back();
+      cached_ -= size;
+      return block;
+    }
+  }
+  return aligned_block(size);
+}
+
+void BufferPool::release(void* block, size_t bytes) {
+  const size_t size = size_class(bytes == 0 ? 1 : bytes);
+  if (size >= kMinPooledBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_ + size <= max_cached_bytes_) {
+      free_[size].push_back(block);
+      cached_ += size;
+      return;
+    }
+  }
+  std::free(block);
+}
+
+size_t BufferPool::cached_bytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cached_;
+}
+
+BufferPool& BufferPool::global() {
+  // Never destroyed: buffers may be released during static destruction.
+  static BufferPool* pool = new BufferPool(size_t{1} << 30);
+  return *pool;
+}
+
+}  // namespace ordo::device

@@ -1,0 +1,40 @@
+// A cache of large device allocations. Large blocks come from mmap in the C
+// library and go back to the kernel when freed, so every new large buffer
+// page-faults on first touch; reusing freed blocks of the same size class
+// keeps steady-state steps (the same graph, the same sizes) free of that.
+//
+// Locking: mu_ guards the free lists and the cached byte count.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace ordo::device {
+
+class BufferPool {
+ public:
+  // Blocks below this size go straight to the C library, which caches them.
+  static constexpr size_t kMinPooledBytes = 64 * 1024;
+
+  explicit BufferPool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+  // 64-byte aligned, at least bytes long; throws std::bad_alloc.
+  void* allocate(size_t bytes);
+  // bytes is what allocate was asked for.
+  void release(void* block, size_t bytes);
+  size_t cached_bytes();
+
+  static BufferPool& global();
+
+ private:
+  // Size classes: four per power of two, so a block wastes at most 25%.
+  static size_t size_class(size_t bytes);
+
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+  const size_t max_cached_bytes_;
+};
+
+}  // namespace ordo::device
