@@ -20,7 +20,7 @@ class Device {
  public:
   // communicator outlives the device.
   Device(int ordinal, comm::Communicator& communicator)
-      : ordinal_(ordinal), communicator_(communicator) {}
+      : ordinal_(ordinal), communicator_(communicator), worker_(ordinal) {}
 
   int ordinal() const { return ordinal_; }
   Worker& worker() { return worker_; }

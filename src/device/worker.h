@@ -13,7 +13,10 @@ namespace ordo::device {
 
 class Worker {
  public:
-  Worker();
+  // cpu >= 0 pins the worker's thread to that CPU (an index into the CPUs
+  // this process may use), as MPI binds ranks to cores: peers of a collective
+  // then spin on different cores instead of taking turns on one.
+  explicit Worker(int cpu = -1);
   ~Worker();  // runs what is queued, then joins
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -24,7 +27,7 @@ class Worker {
   void drain();
 
  private:
-  void loop();
+  void loop(int cpu);
 
   std::mutex mu_;
   std::condition_variable wake_;

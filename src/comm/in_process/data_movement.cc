@@ -4,6 +4,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/kernel.h"
 
 namespace ordo::comm {
@@ -77,6 +81,36 @@ void reduce_into(T* dst, std::span<const T* const> srcs, int64_t n, ReduceType r
 // The reduction runs in blocks that stay in L1 while every input is
 // folded in and the block is copied to every participant's output.
 constexpr int64_t kBlockBytes = 16 * 1024;
+// Outputs at least this large are written with non-temporal stores: they
+// do not fit in cache anyway, and streaming them skips reading every output
+// line from memory before overwriting it, a third of the traffic.
+constexpr int64_t kStreamingBytes = 8 << 20;
+
+// memcpy that bypasses the cache where it can; call store_fence() after.
+void stream_copy(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 16 <= bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Streaming stores are weakly ordered: fence them before peers are told
+// (by the finish barrier) that the outputs are written.
+void store_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
 
 template <typename T>
 void all_reduce_typed(Calls calls, size_t rank, size_t tensor) {
@@ -86,17 +120,27 @@ void all_reduce_typed(Calls calls, size_t rank, size_t tensor) {
   const int64_t begin = numel * static_cast<int64_t>(rank) / static_cast<int64_t>(n);
   const int64_t end = numel * static_cast<int64_t>(rank + 1) / static_cast<int64_t>(n);
   constexpr int64_t kBlock = kBlockBytes / sizeof(T);
+  const bool streaming = numel * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
+  alignas(64) static thread_local T scratch[kBlock];
   std::vector<const T*> srcs(n);
   for (int64_t lo = begin; lo < end; lo += kBlock) {
     const int64_t count = std::min(kBlock, end - lo);
+    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
     for (size_t q = 0; q < n; ++q) srcs[q] = calls[q]->inputs[tensor]->template data<T>() + lo;
+    if (streaming) {
+      reduce_into<T>(scratch, srcs, count, attrs.reduce, attrs.scale);
+      for (size_t p = 0; p < n; ++p) {
+        stream_copy(calls[p]->outputs[tensor]->template mutable_data<T>() + lo, scratch, bytes);
+      }
+      continue;
+    }
     T* first = calls[0]->outputs[tensor]->template mutable_data<T>() + lo;
     reduce_into<T>(first, srcs, count, attrs.reduce, attrs.scale);
     for (size_t p = 1; p < n; ++p) {
-      std::memcpy(calls[p]->outputs[tensor]->template mutable_data<T>() + lo, first,
-                  static_cast<size_t>(count) * sizeof(T));
+      std::memcpy(calls[p]->outputs[tensor]->template mutable_data<T>() + lo, first, bytes);
     }
   }
+  if (streaming) store_fence();
 }
 
 // Every participant reduces its own chunk of every input and writes it to

@@ -11,21 +11,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
+// Peers usually arrive within microseconds: spin on the flag for a while,
+// then yield for a while (a peer may be waiting for this very core: with
+// more devices than cores a pure spin would hold it), then let the caller
+// block. The spin has no pause instruction: in a virtual machine a pause
+// loop may trap to the hypervisor, which costs more than it saves.
 template <typename Done>
 bool spin_until(const Done& done) {
-  constexpr int kSpins = 4000;
-  for (int i = 0; i < kSpins; ++i) {
-    if (done()) return true;
-    cpu_relax();
-  }
+  constexpr auto kSpinFor = std::chrono::microseconds(50);
+  constexpr auto kYieldFor = std::chrono::microseconds(200);
+  const Clock::time_point spin_until = Clock::now() + kSpinFor;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+    }
+  } while (Clock::now() < spin_until);
+  const Clock::time_point yield_until = Clock::now() + kYieldFor;
+  do {
+    for (int i = 0; i < 16; ++i) {
+      if (done()) return true;
+      std::this_thread::yield();
+    }
+  } while (Clock::now() < yield_until);
   return done();
 }
 

@@ -1,0 +1,144 @@
+// all_reduce (float32 sum, 2 in-process devices) through ordo — traced,
+// cached and run as a graph — against Open MPI's MPI_Allreduce with 2
+// processes (results read from the file given as argv[1], produced by
+// bench/mpi_allreduce.c in the same run; see scripts/bench-allreduce.sh)
+// and this machine's single-thread memcpy bandwidth.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ordo/ordo.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kDevices = 2;
+constexpr int kReps = 7;
+constexpr int64_t kMaxBytes = int64_t{64} << 20;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int64_t iterations_for(int64_t bytes) { return std::clamp<int64_t>((int64_t{32} << 20) / bytes, 3, 1000); }
+
+// Runs body(device) on a thread per device and returns device 0's median
+// seconds per call of body, over kReps repetitions of `calls` calls.
+double time_on_devices(int64_t calls, const std::function<void(int)>& body) {
+  std::vector<double> samples;
+  std::vector<std::thread> threads;
+  for (int d = 0; d < kDevices; ++d) {
+    threads.emplace_back([&, d] {
+      ordo::DeviceGuard on(d);
+      body(d);  // warm: compile, fault in buffers
+      for (int r = 0; r < kReps; ++r) {
+        const auto start = Clock::now();
+        for (int64_t i = 0; i < calls; ++i) body(d);
+        if (d == 0) samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return median(samples);
+}
+
+// One all_reduce per step: trace, mark_step, wait for the device.
+double ordo_allreduce_seconds(int64_t bytes) {
+  std::vector<ordo::Tensor> inputs;
+  for (int d = 0; d < kDevices; ++d) {
+    ordo::DeviceGuard on(d);
+    inputs.push_back(ordo::rand_uniform({bytes / 4}, d));
+  }
+  return time_on_devices(iterations_for(bytes), [&](int d) {
+    ordo::Tensor y = ordo::all_reduce(ordo::ReduceType::kSum, inputs[d]);
+    ordo::mark_step();
+    ordo::wait_device_ops(d);
+  });
+}
+
+// Seconds per 1 KiB all_reduce inside one graph of 100 chained ones.
+double ordo_latency_1k_seconds() {
+  constexpr int kChain = 100;
+  std::vector<ordo::Tensor> inputs;
+  for (int d = 0; d < kDevices; ++d) {
+    ordo::DeviceGuard on(d);
+    inputs.push_back(ordo::rand_uniform({256}, d));
+  }
+  return time_on_devices(10, [&](int d) {
+    ordo::Tensor y = inputs[d];
+    for (int i = 0; i < kChain; ++i) y = ordo::all_reduce(ordo::ReduceType::kSum, y, 0.5);
+    ordo::mark_step();
+    ordo::wait_device_ops(d);
+  }) / kChain;
+}
+
+double memcpy_bytes_per_second() {
+  std::vector<char> src(kMaxBytes, 1), dst(kMaxBytes, 0);
+  std::vector<double> samples;
+  for (int r = 0; r < kReps + 1; ++r) {
+    const auto start = Clock::now();
+    std::memcpy(dst.data(), src.data(), kMaxBytes);
+    if (r > 0) samples.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    src[r] = dst[r + 1];  // keep the copies observable
+  }
+  return kMaxBytes / median(samples);
+}
+
+std::map<std::string, double> read_mpi_results(const char* path) {
+  std::map<std::string, double> results;
+  std::ifstream in(path);
+  std::string key;
+  double value = 0;
+  while (in >> key >> value) results[key] = value;
+  return results;
+}
+
+std::string size_name(int64_t bytes) {
+  return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::map<std::string, double> mpi = argc > 1 ? read_mpi_results(argv[1]) : std::map<std::string, double>{};
+  ordo::init(kDevices);
+  const double memcpy_bw = memcpy_bytes_per_second();
+  std::printf("all_reduce float32 sum, %d devices; bus bandwidth = algbw x 2(n-1)/n; medians of %d runs\n",
+              kDevices, kReps);
+  std::printf("single-thread memcpy bandwidth: %.2f GB/s\n\n", memcpy_bw / 1e9);
+  std::printf("%8s  %12s  %12s  %9s  %11s  %s\n", "size", "ordo GB/s", "MPI GB/s", "vs MPI", "vs memcpy",
+              "targets (>= 4 MiB: 1.5x MPI, 50% memcpy)");
+  const double bus_factor = 2.0 * (kDevices - 1) / kDevices;
+  bool all_met = true;
+  for (int64_t bytes = 1024; bytes <= kMaxBytes; bytes *= 4) {
+    const double ordo_bw = bytes / ordo_allreduce_seconds(bytes) * bus_factor;
+    auto it = mpi.find(std::to_string(bytes));
+    const double mpi_bw = it == mpi.end() ? 0 : bytes / it->second * bus_factor;
+    std::printf("%8s  %12.2f  %12.2f  %8.2fx  %10.0f%%", size_name(bytes).c_str(), ordo_bw / 1e9, mpi_bw / 1e9,
+                mpi_bw > 0 ? ordo_bw / mpi_bw : 0.0, 100 * ordo_bw / memcpy_bw);
+    if (bytes >= (4 << 20)) {
+      const bool met = mpi_bw > 0 && ordo_bw >= 1.5 * mpi_bw && ordo_bw >= 0.5 * memcpy_bw;
+      all_met = all_met && met;
+      std::printf("  %s", met ? "MET" : "MISSED");
+    }
+    std::printf("\n");
+  }
+  const double latency = ordo_latency_1k_seconds();
+  auto it = mpi.find("latency_1k");
+  const double mpi_latency = it == mpi.end() ? 0 : it->second;
+  const bool latency_met = mpi_latency > 0 && latency <= 2 * mpi_latency;
+  std::printf("\n1 KiB all_reduce, 100 chained in one graph: %.2f us each; MPI_Allreduce 1 KiB: %.2f us"
+              "  (target <= 2x MPI: %s)\n",
+              latency * 1e6, mpi_latency * 1e6, latency_met ? "MET" : "MISSED");
+  if (mpi.empty()) std::printf("(no MPI results given: run scripts/bench-allreduce.sh for the reference)\n");
+  ordo::shutdown();
+  return 0;
+}

@@ -1,0 +1,53 @@
+/* The reference for bench/allreduce_bench.cc: Open MPI's MPI_Allreduce
+ * (float32 sum) on the same sizes, run as separate processes on this machine.
+ * Prints "size_bytes seconds_per_allreduce" lines (median of repetitions,
+ * slowest rank), then "latency_1k seconds" for back-to-back 1 KiB calls. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int compare(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double time_per_call(float* in, float* out, int count, int iterations) {
+  enum { kReps = 7 };
+  double samples[kReps];
+  for (int r = 0; r < kReps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (int i = 0; i < iterations; ++i) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double mine = (MPI_Wtime() - start) / iterations, slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    samples[r] = slowest;
+  }
+  qsort(samples, kReps, sizeof(double), compare);
+  return samples[kReps / 2];
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const long max_bytes = 64L << 20;
+  float* in = malloc(max_bytes);
+  float* out = malloc(max_bytes);
+  for (long i = 0; i < max_bytes / 4; ++i) in[i] = (float)(i % 97) + rank;
+  memset(out, 0, max_bytes);
+  for (long bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+    long iterations = (32L << 20) / bytes;
+    if (iterations < 3) iterations = 3;
+    if (iterations > 1000) iterations = 1000;
+    time_per_call(in, out, (int)(bytes / 4), 2); /* warm */
+    double t = time_per_call(in, out, (int)(bytes / 4), (int)iterations);
+    if (rank == 0) printf("%ld %.9g\n", bytes, t);
+  }
+  double latency = time_per_call(in, out, 256, 100);
+  if (rank == 0) printf("latency_1k %.9g\n", latency);
+  free(in);
+  free(out);
+  MPI_Finalize();
+  return 0;
+}
