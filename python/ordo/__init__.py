@@ -1,0 +1,91 @@
+"""ordo: a lazy tensor runtime whose collectives run in order on every device.
+
+The API follows torch_xla's xla_model:
+
+    import ordo
+
+    def step(index):
+        x = ordo.tensor([float(index)] * 4)
+        total = ordo.all_reduce(ordo.REDUCE_SUM, x)
+        ordo.mark_step()
+        return total.numpy()
+
+    print(ordo.spawn(step))   # every device: [0+1+2+3] * 4
+"""
+
+import numpy as _np
+
+from . import _C
+from ._C import (CcToken, CollectiveError, CollectiveMismatchError, CollectiveTimeoutError, ExecutionError,
+                 Tensor)
+from ._collectives import (REDUCE_AND, REDUCE_MAX, REDUCE_MIN, REDUCE_MUL, REDUCE_OR, REDUCE_SUM, all_gather,
+                           all_reduce, all_to_all, collective_broadcast, collective_permute, reduce_gradients,
+                           reduce_scatter)
+from ._devices import (Device, device, devices, get_local_ordinal, get_ordinal, init, is_master_ordinal,
+                       set_device, spawn, world_size, xla_device, xrt_world_size)
+from ._exchange import mesh_reduce, rendezvous
+from ._tensor import arange, full, ones, rand, randn, tensor, zeros
+
+float32 = _np.float32
+float64 = _np.float64
+int32 = _np.int32
+int64 = _np.int64
+bool_ = _np.bool_
+
+exp = _C.exp
+log = _C.log
+sqrt = _C.sqrt
+rsqrt = _C.rsqrt
+tanh = _C.tanh
+sigmoid = _C.sigmoid
+relu = _C.relu
+abs = _C.abs  # noqa: A001 - the tensor op, as torch.abs
+matmul = _C.matmul
+where = _C.where
+maximum = _C.maximum
+minimum = _C.minimum
+one_hot = lambda indices, depth, dtype=_np.int64: _C.one_hot(indices, depth, _np.dtype(dtype))  # noqa: E731
+
+
+def cat(tensors, dim=0):
+    return _C.concat(list(tensors), dim)
+
+
+concat = cat
+
+
+def mark_step(wait=False):
+    """Cuts the calling thread's device's graph and submits it; with wait,
+    also waits until it ran."""
+    _C.mark_step()
+    if wait:
+        _C.wait_device_ops(_C.current_device())
+
+
+def wait_device_ops(devices=()):
+    """Waits until the given devices (default: all) ran everything submitted."""
+    if not devices:
+        _C.wait_all_device_ops()
+        return
+    for d in devices:
+        _C.wait_device_ops(int(d))
+
+
+def shutdown():
+    """Waits for every device and stops the runtime; init() may follow."""
+    from . import _exchange
+    _C.shutdown()
+    _exchange.reset()
+
+
+def set_collective_timeout(timeout_seconds, warn_seconds=None):
+    """A collective that waits longer than warn_seconds logs which devices
+    are missing; past timeout_seconds it raises CollectiveTimeoutError.
+    Defaults: ORDO_COLLECTIVE_WARN_SECONDS / ORDO_COLLECTIVE_TIMEOUT_SECONDS."""
+    if warn_seconds is None:
+        warn_seconds = min(_C.collective_timeouts()[0], timeout_seconds)
+    _C.set_collective_timeouts(float(warn_seconds), float(timeout_seconds))
+
+
+def compile_cache_stats():
+    return _C.compile_cache_stats()

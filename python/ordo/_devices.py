@@ -1,0 +1,133 @@
+"""Devices, the calling thread's device, and spawn."""
+
+import threading
+import time
+
+from . import _C, _exchange
+
+
+class Device:
+    """A local device, as torch_xla's xla_device() gives (printed 'ordo:N')."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = int(index)
+
+    def __repr__(self):
+        return f"ordo:{self.index}"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.index == self.index
+
+    def __hash__(self):
+        return hash(("ordo", self.index))
+
+    def __int__(self):
+        return self.index
+
+    __index__ = __int__
+
+
+def _ordinal(device):
+    """A device argument as an ordinal: None is the calling thread's device."""
+    if device is None:
+        return -1
+    if isinstance(device, Device):
+        return device.index
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str) and device.startswith("ordo:"):
+        return int(device[5:])
+    raise TypeError(f"expected an ordo.Device, an ordinal or None, got {device!r}")
+
+
+def init(num_devices=None):
+    """Starts the runtime with num_devices local devices (default:
+    ORDO_NUM_DEVICES, else 4). Optional: the first use starts it."""
+    if num_devices is None:
+        _C.num_devices()
+    else:
+        _C.init(int(num_devices))
+
+
+def shutdown():
+    """Waits for every device, then stops the runtime (init may follow)."""
+    _C.shutdown()
+
+
+def xla_device():
+    """The calling thread's device."""
+    return Device(_C.current_device())
+
+
+device = xla_device
+
+
+def devices():
+    return [Device(i) for i in range(_C.num_devices())]
+
+
+def set_device(dev):
+    _C.set_current_device(_ordinal(dev))
+
+
+def get_ordinal():
+    """The calling thread's device, as a global ordinal."""
+    return _C.current_device()
+
+
+def get_local_ordinal():
+    """The calling thread's device among this process's devices (all of
+    them live in this process)."""
+    return _C.current_device()
+
+
+def world_size():
+    return _C.num_devices()
+
+
+xrt_world_size = world_size
+
+
+def is_master_ordinal(local=True):
+    return (get_local_ordinal() if local else get_ordinal()) == 0
+
+
+def spawn(fn, args=(), nprocs=None):
+    """Calls fn(index, *args) on a thread per device, with that device as the
+    thread's device, and returns the results by ordinal. If a call raises,
+    its device is marked failed (its peers' collectives fail promptly instead
+    of waiting) and spawn raises the first error, saying which ordinal
+    raised it."""
+    count = _C.num_devices() if nprocs is None else int(nprocs)
+    if not 1 <= count <= _C.num_devices():
+        raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")
+    results = [None] * count
+    errors = []  # (time, ordinal, error), appended by the failing threads
+    lock = threading.Lock()
+
+    def run(index):
+        try:
+            _C.set_current_device(index)
+            results[index] = fn(index, *args)
+        except BaseException as error:  # noqa: B036 - handed to the caller below
+            with lock:
+                errors.append((time.monotonic(), index, error))
+            reason = f"its spawn function raised {type(error).__name__}: {error}"
+            _C.mark_device_failed(index, reason)
+            _exchange.fail_device(index, reason)
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"ordo-device-{i}") for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        # The first error in time is the cause; the others follow from it.
+        _, index, error = min(errors, key=lambda e: e[0])
+        if error.args and isinstance(error.args[0], str):
+            error.args = (f"ordinal {index}: {error.args[0]}",) + error.args[1:]
+        error.add_note(f"raised by the spawn function of ordinal {index}")
+        raise error
+    return results

@@ -1,0 +1,104 @@
+"""Host-side exchange between devices: rendezvous and mesh_reduce.
+
+Devices are threads of this process, so an exchange is a meeting place in
+memory: each participant leaves its payload under (tag, round) and waits
+until every participant has. A participant that waits past the collective
+timeout, or whose peer's spawn function raised, gets a CollectiveError
+instead of waiting forever."""
+
+import pickle
+import threading
+import time
+
+
+from . import _C
+
+_lock = threading.Condition()
+_meetings = {}  # (tag, participants) -> _Meeting; guarded by _lock
+_rounds = {}  # (tag, participants, ordinal) -> next round; guarded by _lock
+_failed = {}  # ordinal -> reason; guarded by _lock
+
+
+class _Meeting:
+    __slots__ = ("payloads", "taken")
+
+    def __init__(self):
+        self.payloads = {}
+        self.taken = 0
+
+
+def fail_device(ordinal, reason):
+    """Wakes every exchange waiting for ordinal: they raise CollectiveError."""
+    with _lock:
+        _failed[ordinal] = reason
+        _lock.notify_all()
+
+
+def reset():
+    """Forgets failures and pending meetings (after a runtime restart)."""
+    with _lock:
+        _meetings.clear()
+        _rounds.clear()
+        _failed.clear()
+
+
+def rendezvous(tag, payload=b"", replicas=()):
+    """Every participant (replicas, or every device when empty) calls this
+    with the same tag; returns each participant's payload (bytes) in ordinal
+    order."""
+    me = _C.current_device()
+    participants = tuple(sorted(replicas)) if replicas else tuple(range(_C.num_devices()))
+    if me not in participants:
+        raise ValueError(f"rendezvous: device {me} is not among the replicas {list(participants)}")
+    payload = bytes(payload)
+    warn_seconds, timeout_seconds = _C.collective_timeouts()
+    with _lock:
+        round_key = (tag, participants, me)
+        round_ = _rounds.get(round_key, 0)
+        _rounds[round_key] = round_ + 1
+        key = (tag, participants, round_)
+        meeting = _meetings.setdefault(key, _Meeting())
+        meeting.payloads[me] = payload
+        _lock.notify_all()
+        start = time.monotonic()
+        warned = False
+        while len(meeting.payloads) < len(participants):
+            gone = [d for d in participants if d in _failed and d not in meeting.payloads]
+            if gone:
+                raise _C.CollectiveError(
+                    f"rendezvous '{tag}': device {gone[0]} is gone ({_failed[gone[0]]})")
+            waited = time.monotonic() - start
+            if waited >= timeout_seconds:
+                missing = [d for d in participants if d not in meeting.payloads]
+                raise _C.CollectiveTimeoutError(
+                    f"device {me} waited {timeout_seconds} s in rendezvous '{tag}'; "
+                    f"devices that never arrived: {missing}")
+            if not warned and waited >= warn_seconds:
+                missing = [d for d in participants if d not in meeting.payloads]
+                print(f"ordo: device {me} has waited {warn_seconds} s in rendezvous '{tag}'; "
+                      f"missing devices: {missing}", flush=True)
+                warned = True
+            _lock.wait(timeout=min(0.1, max(0.0, timeout_seconds - waited)))
+        result = [meeting.payloads[d] for d in participants]
+        meeting.taken += 1
+        if meeting.taken == len(participants):
+            del _meetings[key]
+        return result
+
+
+def _to_host(value):
+    if isinstance(value, _C.Tensor):
+        return value.numpy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_host(v) for v in value)
+    return value
+
+
+def mesh_reduce(tag, data, reduce_fn):
+    """Applies reduce_fn to the list of every device's data (tensors are
+    read to numpy first; anything picklable works) and returns the result."""
+    payloads = rendezvous(tag, pickle.dumps(_to_host(data)))
+    return reduce_fn([pickle.loads(p) for p in payloads])
+
+
+

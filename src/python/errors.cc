@@ -1,0 +1,34 @@
+#include "python/module.h"
+
+namespace ordo::python {
+
+// Only this layer turns ordo errors into Python exceptions: bad arguments
+// are ValueError (TypeError for dtypes); failures while graphs run are
+// ExecutionError, with the CollectiveError family for collectives.
+void bind_errors(py::module_& m) {
+  static py::exception<ExecutionError> execution(m, "ExecutionError", PyExc_RuntimeError);
+  static py::exception<CollectiveError> collective(m, "CollectiveError", execution.ptr());
+  static py::exception<CollectiveMismatchError> mismatch(m, "CollectiveMismatchError", collective.ptr());
+  static py::exception<CollectiveTimeoutError> timeout(m, "CollectiveTimeoutError", collective.ptr());
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const DTypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const CollectiveMismatchError& e) {
+      PyErr_SetString(mismatch.ptr(), e.what());
+    } catch (const CollectiveTimeoutError& e) {
+      PyErr_SetString(timeout.ptr(), e.what());
+    } catch (const CollectiveError& e) {
+      PyErr_SetString(collective.ptr(), e.what());
+    } catch (const ExecutionError& e) {
+      PyErr_SetString(execution.ptr(), e.what());
+    } catch (const InternalError& e) {
+      PyErr_SetString(PyExc_SystemError, e.what());
+    }
+  });
+}
+
+}  // namespace ordo::python

@@ -1,0 +1,88 @@
+// Devices, steps, the compile cache, collectives and the cc token.
+#include "python/module.h"
+
+namespace ordo::python {
+namespace {
+
+using GilRelease = py::call_guard<py::gil_scoped_release>;
+
+ReplicaGroups to_groups(const std::optional<ReplicaGroups>& groups) { return groups.value_or(ReplicaGroups{}); }
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  m.def("init", &init, py::arg("num_devices"), GilRelease());
+  m.def("shutdown", &shutdown, GilRelease());
+  m.def("is_initialized", &is_initialized);
+  m.def("num_devices", &num_devices);
+  m.def("current_device", &current_device);
+  m.def("set_current_device", &set_current_device);
+  m.def("mark_step", &mark_step, py::arg("device") = -1, GilRelease());
+  m.def("wait_device_ops", py::overload_cast<int>(&wait_device_ops), GilRelease());
+  m.def("wait_all_device_ops", py::overload_cast<>(&wait_device_ops), GilRelease());
+  m.def("dump_pending_graph", &dump_pending_graph, py::arg("device") = -1);
+  m.def("compile_cache_stats", [] {
+    const CompileCacheStats s = compile_cache_stats();
+    py::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["entries"] = s.entries;
+    d["capacity"] = s.capacity;
+    return d;
+  });
+  m.def("reset_compile_cache", &reset_compile_cache, py::arg("capacity") = 1024);
+  m.def("set_schedule", [](int device, const std::string& mode, uint64_t seed) {
+    ORDO_ARG_CHECK(mode == "default" || mode == "random", "set_schedule: mode must be 'default' or 'random', got '",
+                   mode, "'");
+    set_schedule(device, {mode == "random" ? ScheduleMode::kRandom : ScheduleMode::kDefault, seed});
+  });
+
+  m.def("all_reduce", [](const std::string& reduce, const Tensor& x, double scale,
+                         const std::optional<ReplicaGroups>& groups) {
+    return all_reduce(parse_reduce_type(reduce), x, scale, to_groups(groups));
+  }, GilRelease());
+  m.def("all_reduce_inplace", [](const std::string& reduce, std::vector<Tensor> xs, double scale,
+                                 const std::optional<ReplicaGroups>& groups) {
+    all_reduce_inplace(parse_reduce_type(reduce), xs, scale, to_groups(groups));
+  }, GilRelease());
+  m.def("all_gather", [](const Tensor& x, int64_t dim, const std::optional<ReplicaGroups>& groups) {
+    return all_gather(x, dim, to_groups(groups));
+  }, GilRelease());
+  m.def("reduce_scatter", [](const std::string& reduce, const Tensor& x, double scale, int64_t dim,
+                             int64_t shards, const std::optional<ReplicaGroups>& groups) {
+    return reduce_scatter(parse_reduce_type(reduce), x, scale, dim, shards, to_groups(groups));
+  }, GilRelease());
+  m.def("all_to_all", [](const Tensor& x, int64_t split, int64_t concat, int64_t count,
+                         const std::optional<ReplicaGroups>& groups) {
+    return all_to_all(x, split, concat, count, to_groups(groups));
+  }, GilRelease());
+  m.def("collective_permute", &collective_permute, GilRelease());
+  m.def("collective_broadcast", [](std::vector<Tensor> xs, int root, const std::optional<ReplicaGroups>& groups) {
+    collective_broadcast(xs, root, to_groups(groups));
+  }, GilRelease());
+
+  py::class_<CcToken>(m, "CcToken")
+      .def_property_readonly("device", &CcToken::device)
+      .def("__repr__", [](const CcToken& t) { return str_cat("<ordo cc token of device ", t.device(), ">"); });
+  auto get_token = [](int device) -> std::optional<CcToken> {
+    CcToken token = get_cc_token(device);
+    if (!token.defined()) return std::nullopt;
+    return token;
+  };
+  auto set_token = [](int device, const std::optional<CcToken>& token) {
+    set_cc_token(device, token.value_or(CcToken()));
+  };
+  m.def("_get_cc_token", get_token);
+  m.def("_set_cc_token", set_token);
+  m.def("_get_all_reduce_token", get_token);  // torch_xla's names
+  m.def("_set_all_reduce_token", set_token);
+  m.def("set_token_edges_enabled", &set_token_edges_enabled);
+  m.def("set_collective_timeouts", [](double warn, double timeout) { set_collective_timeouts({warn, timeout}); });
+  m.def("collective_timeouts", [] {
+    const CollectiveTimeouts t = collective_timeouts();
+    return py::make_tuple(t.warn_seconds, t.timeout_seconds);
+  });
+  m.def("mark_device_failed", &mark_device_failed);
+}
+
+}  // namespace ordo::python

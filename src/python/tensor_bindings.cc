@@ -1,0 +1,108 @@
+// The Tensor class: metadata, numpy in and out, operators.
+#include <cstring>
+
+#include "python/module.h"
+
+namespace ordo::python {
+namespace {
+
+using GilRelease = py::call_guard<py::gil_scoped_release>;
+
+Tensor from_numpy(const py::array& source, int device) {
+  const DType dtype = dtype_from_numpy(source.dtype());
+  // A C-contiguous array of exactly that dtype (copies only if needed).
+  py::array array = py::array::ensure(source, py::array::c_style);
+  if (!array) throw py::error_already_set();
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  return from_host(array.data(), dtype, shape, device);
+}
+
+py::array to_numpy(const Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array out(numpy_dtype(t.dtype()), shape);
+  void* data = out.mutable_data();
+  const size_t bytes = static_cast<size_t>(out.nbytes());
+  {
+    py::gil_scoped_release release;  // reading may wait for a graph to run
+    t.copy_to_host(data, bytes);
+  }
+  return out;
+}
+
+// Binary operators, with a tensor or a Python scalar on either side.
+template <Tensor (*Op)(const Tensor&, const Tensor&)>
+void bind_binary(py::class_<Tensor>& cls, const char* name, const char* reflected) {
+  cls.def(name, [](const Tensor& a, const Tensor& b) { return Op(a, b); }, py::is_operator());
+  cls.def(name, [](const Tensor& a, bool b) { return Op(a, scalar_like(b, a)); }, py::is_operator());
+  cls.def(name, [](const Tensor& a, int64_t b) { return Op(a, scalar_like(b, a)); }, py::is_operator());
+  cls.def(name, [](const Tensor& a, double b) { return Op(a, scalar_like(b, a)); }, py::is_operator());
+  if (reflected == nullptr) return;
+  cls.def(reflected, [](const Tensor& a, bool b) { return Op(scalar_like(b, a), a); }, py::is_operator());
+  cls.def(reflected, [](const Tensor& a, int64_t b) { return Op(scalar_like(b, a), a); }, py::is_operator());
+  cls.def(reflected, [](const Tensor& a, double b) { return Op(scalar_like(b, a), a); }, py::is_operator());
+}
+
+}  // namespace
+
+DType dtype_from_numpy(const py::dtype& dtype) {
+  switch (dtype.kind()) {
+    case 'b':
+      return DType::kBool;
+    case 'f':
+      if (dtype.itemsize() == 4) return DType::kFloat32;
+      if (dtype.itemsize() == 8) return DType::kFloat64;
+      break;
+    case 'i':
+      if (dtype.itemsize() == 4) return DType::kInt32;
+      if (dtype.itemsize() == 8) return DType::kInt64;
+      break;
+    default:
+      break;
+  }
+  throw DTypeError(str_cat("numpy dtype ", py::str(py::handle(dtype)).cast<std::string>(),
+                           " has no ordo dtype (float32, float64, int32, int64, bool)"));
+}
+
+py::dtype numpy_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return py::dtype::of<bool>();
+    case DType::kInt32: return py::dtype::of<int32_t>();
+    case DType::kInt64: return py::dtype::of<int64_t>();
+    case DType::kFloat32: return py::dtype::of<float>();
+    case DType::kFloat64: return py::dtype::of<double>();
+  }
+  throw InternalError("numpy_dtype: unknown dtype");
+}
+
+void bind_tensor(py::module_& m) {
+  py::class_<Tensor> cls(m, "Tensor");
+  cls.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
+      .def_property_readonly("_device", &Tensor::device)
+      .def_property_readonly("ndim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("is_pending", &Tensor::is_pending)
+      .def("numpy", &to_numpy, "The value as a new numpy array; waits for it.")
+      .def("_assign", &Tensor::assign)
+      .def("__hash__", [](const Tensor& t) { return std::hash<const void*>()(t.impl().get()); })
+      .def("__neg__", [](const Tensor& t) { return neg(t); })
+      .def("__abs__", [](const Tensor& t) { return abs(t); })
+      .def("__invert__", [](const Tensor& t) { return logical_not(t); })
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+  bind_binary<add>(cls, "__add__", "__radd__");
+  bind_binary<sub>(cls, "__sub__", "__rsub__");
+  bind_binary<mul>(cls, "__mul__", "__rmul__");
+  bind_binary<div>(cls, "__truediv__", "__rtruediv__");
+  bind_binary<pow>(cls, "__pow__", "__rpow__");
+  bind_binary<logical_and>(cls, "__and__", "__rand__");
+  bind_binary<logical_or>(cls, "__or__", "__ror__");
+  bind_binary<eq>(cls, "__eq__", nullptr);
+  bind_binary<ne>(cls, "__ne__", nullptr);
+  bind_binary<lt>(cls, "__lt__", nullptr);
+  bind_binary<le>(cls, "__le__", nullptr);
+  bind_binary<gt>(cls, "__gt__", nullptr);
+  bind_binary<ge>(cls, "__ge__", nullptr);
+  m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device"));
+}
+
+}  // namespace ordo::python
