@@ -61,7 +61,7 @@ class Scalar {
   Scalar(bool v) : kind_(Kind::kBool), i_(v), d_(v) {}
   Scalar(int v) : kind_(Kind::kInt), i_(v), d_(v) {}
   Scalar(int64_t v) : kind_(Kind::kInt), i_(v), d_(static_cast<double>(v)) {}
-  Scalar(double v) : kind_(Kind::kFloat), i_(static_cast<int64_t>(v)), d_(v) {}
+  Scalar(double v) : kind_(Kind::kFloat), i_(saturating_int(v)), d_(v) {}
   Scalar(float v) : Scalar(static_cast<double>(v)) {}
 
   bool is_bool() const { return kind_ == Kind::kBool; }
@@ -74,6 +74,13 @@ class Scalar {
 
  private:
   enum class Kind : uint8_t { kBool, kInt, kFloat };
+  // static_cast of a NaN or out-of-range double is undefined: saturate.
+  static int64_t saturating_int(double v) {
+    if (!(v == v)) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(v);
+  }
   Kind kind_;
   int64_t i_;
   double d_;

@@ -40,6 +40,11 @@ void run<ir::OpKind::kFull>(const KernelArgs& args) {
     T value;
     if constexpr (std::is_floating_point_v<T>) {
       value = static_cast<T>(args.attrs.reals[0]);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      // Like a cast of the fill value: full(0.5) is true. reals[0] is
+      // nonzero exactly when the value is, whether it was given as an
+      // integer or not, while ints[0] truncated 0.5 to 0.
+      value = args.attrs.reals[0] != 0;
     } else {
       value = from_int<T>(args.attrs.ints[0]);
     }

@@ -39,9 +39,9 @@ double unit_uniform(uint64_t seed, uint64_t counter) {
   return static_cast<double>(random_bits(seed, counter) >> 11) * 0x1.0p-53;
 }
 
-template <typename Sample>
+template <typename Sample, typename Clamp>
 Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device,
-                     Sample sample) {
+                     Sample sample, Clamp clamp_below) {
   check_shape(what, shape);
   ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be float32 or float64, got ",
                    dtype_name(dtype));
@@ -50,7 +50,7 @@ Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int
   for (int64_t i = 0; i < buffer->numel; ++i) {
     const double value = sample(static_cast<uint64_t>(i));
     if (dtype == DType::kFloat32) {
-      buffer->mutable_data<float>()[i] = static_cast<float>(value);
+      buffer->mutable_data<float>()[i] = clamp_below(static_cast<float>(value));
     } else {
       buffer->mutable_data<double>()[i] = value;
     }
@@ -97,9 +97,13 @@ Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
 Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,
                     int device) {
   ORDO_ARG_CHECK(low <= high, "rand_uniform: low ", low, " is above high ", high);
-  return random_tensor("rand_uniform", shape, dtype, device, [&](uint64_t i) {
-    return low + (high - low) * unit_uniform(seed, i);
-  });
+  // A double just below high can round to high in float32: [low, high) holds.
+  const float below_high = low < high ? std::nextafter(static_cast<float>(high), static_cast<float>(low))
+                                      : static_cast<float>(high);
+  return random_tensor(
+      "rand_uniform", shape, dtype, device,
+      [&](uint64_t i) { return low + (high - low) * unit_uniform(seed, i); },
+      [&](float v) { return low < high && v >= static_cast<float>(high) ? below_high : v; });
 }
 
 Tensor rand_normal(const Shape& shape, uint64_t seed, double mean, double stddev, DType dtype,
@@ -110,7 +114,7 @@ Tensor rand_normal(const Shape& shape, uint64_t seed, double mean, double stddev
     const double u1 = 1.0 - unit_uniform(seed, 2 * i);  // (0, 1]: log is finite
     const double u2 = unit_uniform(seed, 2 * i + 1);
     return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-  });
+  }, [](float v) { return v; });
 }
 
 }  // namespace ordo

@@ -79,7 +79,7 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t
   const int64_t first = clamp(start);
   const int64_t last = clamp(stop);
   Shape out = x.shape();
-  out[a] = last > first ? (last - first + step - 1) / step : 0;
+  out[a] = last > first ? (last - first - 1) / step + 1 : 0;  // no overflow for huge steps
   return lazy::trace1(OpKind::kSlice, {&x}, {x.dtype(), std::move(out)}, {{a, first, step}, {}, false});
 }
 
@@ -111,6 +111,9 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   common_device("broadcast_to", {&x});
+  for (int64_t d : shape) {
+    ORDO_ARG_CHECK(d >= 0, "broadcast_to: negative dimension in ", shape_to_string(shape));
+  }
   ORDO_ARG_CHECK(x.dim() <= static_cast<int64_t>(shape.size()) &&
                      lazy::broadcast_shapes("broadcast_to", x.shape(), shape) == shape,
                  "broadcast_to: cannot broadcast ", shape_to_string(x.shape()), " to ",
