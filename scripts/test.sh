@@ -5,3 +5,5 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+# Debian's python3: the one the extension is built for, with numpy.
+PYTHONPATH=python /usr/bin/python3 -m pytest -q tests/python

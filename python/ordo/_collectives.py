@@ -18,6 +18,34 @@ def _groups(groups):
     return [[int(d) for d in group] for group in groups]
 
 
+def _group_size(groups):
+    return world_size() if not groups else len(groups[0])
+
+
+def _check_output(output, value, shape, what):
+    """Checks output= before anything is recorded: a wrong one must not leave
+    a collective on the device's chain."""
+    if output is None:
+        return
+    if not isinstance(output, Tensor):
+        raise TypeError(f"{what}: output must be an ordo.Tensor, got {type(output).__name__}")
+    if output.dtype != value.dtype:
+        raise TypeError(f"{what}: output has dtype {output.dtype}, the result {value.dtype}")
+    if tuple(output.shape) != tuple(shape):
+        raise ValueError(f"{what}: output has shape {tuple(output.shape)}, the result {tuple(shape)}")
+
+
+def _result_shape(value, dim, what, multiply=1, divide=1):
+    """value's shape with dimension dim multiplied or divided (exactly)."""
+    shape = list(value.shape)
+    if not -len(shape) <= dim < len(shape):
+        raise ValueError(f"{what}: dim {dim} is out of range for a tensor of rank {len(shape)}")
+    if divide < 1 or shape[dim] % divide:
+        raise ValueError(f"{what}: dimension {dim} of shape {tuple(shape)} does not split into {divide} equal parts")
+    shape[dim] = shape[dim] * multiply // divide
+    return shape
+
+
 def _into(output, result):
     if output is None:
         return result
@@ -39,22 +67,32 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
 
 def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
     del pin_layout
+    if output is not None:
+        _check_output(output, value, _result_shape(value, dim, "all_gather", multiply=_group_size(groups)),
+                      "all_gather")
     return _into(output, _C.all_gather(value, dim, _groups(groups)))
 
 
 def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,
                    pin_layout=True):
+    """A tensor, or a list of tensors (one collective each, in order). Every
+    argument is checked before the first is recorded."""
     del pin_layout
-    if isinstance(input, Tensor):
-        return _into(output, _C.reduce_scatter(reduce_type, input, float(scale), scatter_dim, shard_count,
-                                               _groups(groups)))
-    results = [_C.reduce_scatter(reduce_type, x, float(scale), scatter_dim, shard_count, _groups(groups))
-               for x in input]
-    if output is None:
-        return results
-    for out, result in zip(output, results):
-        out.copy_(result)
-    return output
+    single = isinstance(input, Tensor)
+    inputs = [input] if single else list(input)
+    outputs = [output] if single else (list(output) if output is not None else [None] * len(inputs))
+    if len(outputs) != len(inputs):
+        raise ValueError(f"reduce_scatter: {len(outputs)} outputs for {len(inputs)} inputs")
+    if shard_count != _group_size(groups):
+        raise ValueError(f"reduce_scatter: shard_count {shard_count} must equal the group size {_group_size(groups)}")
+    for x, out in zip(inputs, outputs):
+        shape = _result_shape(x, scatter_dim, "reduce_scatter", divide=shard_count)
+        _check_output(out, x, shape, "reduce_scatter")
+    results = [_into(out, _C.reduce_scatter(reduce_type, x, float(scale), scatter_dim, shard_count, _groups(groups)))
+               for x, out in zip(inputs, outputs)]
+    if single:
+        return results[0]
+    return output if output is not None else results
 
 
 def all_to_all(value, split_dimension, concat_dimension, split_count, groups=None, pin_layout=True):

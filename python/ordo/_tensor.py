@@ -166,7 +166,8 @@ def _install_methods():
         "__int__": lambda self: int(self.numpy()),
     }
     for name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "logical_not"):
-        methods[name] = getattr(_C, name)
+        # A pybind11 function set on a class does not bind self: wrap it.
+        methods[name] = (lambda op: lambda self: op(self))(getattr(_C, name))
     for name, value in methods.items():
         setattr(Tensor, name, value)
 

@@ -1,4 +1,5 @@
-// Matmul: a [..., m, k] times b [..., k, n] into [..., m, n], the batch dims
+// Matmul: a [..., m, k] times b [..., k, n] into [..., m, n] (a 1-D operand
+// as numpy.matmul takes it), the batch dims
 // (all but the last two) broadcast numpy-style.
 #include <algorithm>
 #include <functional>
@@ -43,6 +44,13 @@ void multiply_matrices(const T* a, const T* b, T* c, int64_t m, int64_t k, int64
 
 Shape batch_dims(const Shape& shape) { return Shape(shape.begin(), shape.end() - 2); }
 
+// numpy.matmul: a 1-D left operand is a row [1, k], a 1-D right operand a
+// column [k, 1]. The output's memory is that of [batch..., m, n] either way.
+Shape as_matrix(const Shape& shape, bool left) {
+  if (shape.size() >= 2) return shape;
+  return left ? Shape{1, shape[0]} : Shape{shape[0], 1};
+}
+
 // Batch strides counted in elements: one batch step skips a whole matrix.
 Strides matrix_strides(Strides batch_strides, int64_t matrix_size) {
   for (int64_t& stride : batch_strides) stride *= matrix_size;
@@ -56,17 +64,19 @@ void run<ir::OpKind::kMatmul>(const KernelArgs& args) {
   const device::Buffer& a = *args.inputs[0];
   const device::Buffer& b = *args.inputs[1];
   const device::Buffer& c = make_output(args);
-  const size_t rank = c.shape.size();
-  const int64_t m = c.shape[rank - 2];
-  const int64_t n = c.shape[rank - 1];
-  const int64_t k = a.shape.back();
-  const Shape batch = batch_dims(c.shape);
+  const Shape a_shape = as_matrix(a.shape, true);
+  const Shape b_shape = as_matrix(b.shape, false);
+  const int64_t m = a_shape[a_shape.size() - 2];
+  const int64_t k = a_shape.back();
+  const int64_t n = b_shape.back();
+  const auto squeezed = static_cast<int64_t>(a.shape.size() < 2) + static_cast<int64_t>(b.shape.size() < 2);
+  const Shape batch(c.shape.begin(), c.shape.end() - (2 - squeezed));
   // Array 0 is c, 1 is a, 2 is b; one walk step is one matrix product.
   const StridedWalk<3> walk{
       batch,
       {matrix_strides(contiguous_strides(batch), m * n),
-       matrix_strides(broadcast_strides(batch_dims(a.shape), batch), m * k),
-       matrix_strides(broadcast_strides(batch_dims(b.shape), batch), k * n)}};
+       matrix_strides(broadcast_strides(batch_dims(a_shape), batch), m * k),
+       matrix_strides(broadcast_strides(batch_dims(b_shape), batch), k * n)}};
   visit_dtype(NumericTypes{}, c.dtype, [&]<typename T>(TypeTag<T>) {
     for_each_row(walk, [&](const auto& offset, int64_t count, const auto& stride) {
       for (int64_t i = 0; i < count; ++i) {

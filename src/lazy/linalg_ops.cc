@@ -1,9 +1,13 @@
 // The matmul builder: numpy.matmul over the kernel's batched 2-D form.
+#include <algorithm>
+
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 
 namespace ordo {
 
+// numpy.matmul. The kernel takes 1-D operands as numpy does (a row on the
+// left, a column on the right), so no reshapes are traced around it.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   const Tensor* in[] = {&a, &b};
   lazy::common_device("matmul", in);
@@ -11,27 +15,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                  shape_to_string(a.shape()), " and ", shape_to_string(b.shape()));
   const DType type = promote_types(a.dtype(), b.dtype());
   ORDO_DTYPE_CHECK(type != DType::kBool, "matmul: not defined for bool tensors");
-  // numpy: a 1-D left operand is a row, a 1-D right operand a column; the
-  // added dimension is removed from the result.
-  const Tensor lhs = a.dim() == 1 ? reshape(a, {1, a.shape()[0]}) : a;
-  const Tensor rhs = b.dim() == 1 ? reshape(b, {b.shape()[0], 1}) : b;
-  const int64_t m = lhs.shape()[lhs.dim() - 2], k = lhs.shape()[lhs.dim() - 1];
-  const int64_t k2 = rhs.shape()[rhs.dim() - 2], n = rhs.shape()[rhs.dim() - 1];
+  if (a.dtype() != type || b.dtype() != type) return matmul(cast(a, type), cast(b, type));
+  const int64_t k = a.shape().back();
+  const int64_t k2 = b.shape()[b.dim() == 1 ? 0 : b.dim() - 2];
   ORDO_ARG_CHECK(k == k2, "matmul: inner dimensions differ: ", shape_to_string(a.shape()), " @ ",
                  shape_to_string(b.shape()));
-  Shape batch = lazy::broadcast_shapes("matmul", Shape(lhs.shape().begin(), lhs.shape().end() - 2),
-                                       Shape(rhs.shape().begin(), rhs.shape().end() - 2));
-  Shape out = batch;
-  out.push_back(m);
-  out.push_back(n);
-  const Tensor cl = cast(lhs, type);
-  const Tensor cr = cast(rhs, type);
-  Tensor product = lazy::trace1(ir::OpKind::kMatmul, {&cl, &cr}, {type, out});
-  if (a.dim() > 1 && b.dim() > 1) return product;
-  Shape squeezed = batch;
-  if (a.dim() > 1) squeezed.push_back(m);
-  if (b.dim() > 1) squeezed.push_back(n);
-  return reshape(product, squeezed);
+  Shape out;
+  if (a.dim() > 2 || b.dim() > 2) {
+    out = lazy::broadcast_shapes("matmul", Shape(a.shape().begin(), a.shape().end() - std::min<int64_t>(a.dim(), 2)),
+                                 Shape(b.shape().begin(), b.shape().end() - std::min<int64_t>(b.dim(), 2)));
+  }
+  if (a.dim() > 1) out.push_back(a.shape()[a.dim() - 2]);
+  if (b.dim() > 1) out.push_back(b.shape().back());
+  return lazy::trace1(ir::OpKind::kMatmul, {&a, &b}, {type, std::move(out)});
 }
 
 }  // namespace ordo

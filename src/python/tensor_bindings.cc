@@ -1,5 +1,6 @@
 // The Tensor class: metadata, numpy in and out, operators.
 #include <cstring>
+#include <optional>
 
 #include "python/module.h"
 
@@ -29,17 +30,35 @@ py::array to_numpy(const Tensor& t) {
   return out;
 }
 
-// Binary operators, with a tensor or a Python scalar on either side.
+// The other operand of a binary operator: a tensor, or a Python number made
+// a 0-d tensor of a fitting dtype; nothing for anything else. One overload
+// that dispatches by type is cheaper than letting pybind11 try an overload
+// per kind of number.
+std::optional<Tensor> operand(const py::handle& value, const Tensor& like) {
+  PyObject* object = value.ptr();
+  if (PyFloat_Check(object)) return scalar_like(PyFloat_AS_DOUBLE(object), like);
+  if (PyBool_Check(object)) return scalar_like(object == Py_True, like);
+  if (PyLong_Check(object)) return scalar_like(value.cast<int64_t>(), like);
+  if (py::isinstance<Tensor>(value)) return value.cast<Tensor>();
+  if (PyNumber_Check(object) && !PyUnicode_Check(object)) {
+    return scalar_like(value.cast<double>(), like);  // numpy scalars and the like
+  }
+  return std::nullopt;
+}
+
+// Python's protocol: NotImplemented lets the other operand try, then raises
+// "unsupported operand type(s)".
+template <Tensor (*Op)(const Tensor&, const Tensor&), bool kReflected>
+py::object apply(const Tensor& self, const py::handle& other) {
+  std::optional<Tensor> that = operand(other, self);
+  if (!that) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  return py::cast(kReflected ? Op(*that, self) : Op(self, *that));
+}
+
 template <Tensor (*Op)(const Tensor&, const Tensor&)>
 void bind_binary(py::class_<Tensor>& cls, const char* name, const char* reflected) {
-  cls.def(name, [](const Tensor& a, const Tensor& b) { return Op(a, b); }, py::is_operator());
-  cls.def(name, [](const Tensor& a, bool b) { return Op(a, scalar_like(b, a)); }, py::is_operator());
-  cls.def(name, [](const Tensor& a, int64_t b) { return Op(a, scalar_like(b, a)); }, py::is_operator());
-  cls.def(name, [](const Tensor& a, double b) { return Op(a, scalar_like(b, a)); }, py::is_operator());
-  if (reflected == nullptr) return;
-  cls.def(reflected, [](const Tensor& a, bool b) { return Op(scalar_like(b, a), a); }, py::is_operator());
-  cls.def(reflected, [](const Tensor& a, int64_t b) { return Op(scalar_like(b, a), a); }, py::is_operator());
-  cls.def(reflected, [](const Tensor& a, double b) { return Op(scalar_like(b, a), a); }, py::is_operator());
+  cls.def(name, &apply<Op, false>, py::is_operator());
+  if (reflected != nullptr) cls.def(reflected, &apply<Op, true>, py::is_operator());
 }
 
 }  // namespace
