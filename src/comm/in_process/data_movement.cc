@@ -4,8 +4,9 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ORDO_X86_64 1
 #endif
 
 #include "kernels/kernel.h"
@@ -17,139 +18,260 @@ using Calls = std::span<const CollectiveCall* const>;
 
 std::byte* bytes_of(const device::Buffer* buffer) { return buffer->storage.get(); }
 
-// dst[i] = dst[i] (op) src[i]. One loop per reduce type, so each vectorizes;
-// the per-element order (rank 0, 1, 2, ...) is fixed, so results are the
-// same bitwise whoever computes them.
-template <typename T>
-void combine(ReduceType reduce, T* dst, const T* src, int64_t n) {
-  switch (reduce) {
-    case ReduceType::kSum:
-      if constexpr (std::is_same_v<T, bool>) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] || src[i];
-      } else if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;  // wraps like numpy, never UB
-        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
-      } else {
-        for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
-      }
-      return;
-    case ReduceType::kMul:
-      if constexpr (std::is_same_v<T, bool>) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] && src[i];
-      } else if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<U>(dst[i]) * static_cast<U>(src[i]));
-      } else {
-        for (int64_t i = 0; i < n; ++i) dst[i] *= src[i];
-      }
-      return;
-    case ReduceType::kMin:
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] < dst[i] || src[i] != src[i] ? src[i] : dst[i];
-      return;
-    case ReduceType::kMax:
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] > dst[i] || src[i] != src[i] ? src[i] : dst[i];
-      return;
-    case ReduceType::kAnd:
-      if constexpr (std::is_integral_v<T>) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] & src[i]);
-      }
-      return;
-    case ReduceType::kOr:
-      if constexpr (std::is_integral_v<T>) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] | src[i]);
-      }
-      return;
+// The reduce types, a op b with a holding the earlier ranks: integers wrap
+// like numpy (never UB), min and max propagate NaN. Each is its own type so
+// that every loop below is compiled once per type and vectorizes; the order
+// of ranks is fixed, so results are the same bitwise whoever computes them.
+struct Sum {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a || b;
+    } else if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
   }
+};
+struct Mul {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a && b;
+    } else if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return a * b;
+    }
+  }
+};
+struct Min {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return b < a || b != b ? b : a;
+  }
+};
+struct Max {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return b > a || b != b ? b : a;
+  }
+};
+// Bitwise ops exist for integers only (checked when traced).
+struct And {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(a & b);
+    return a;
+  }
+};
+struct Or {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(a | b);
+    return a;
+  }
+};
+
+// Rank q's elements of one input: its buffer from an element offset on.
+template <typename T>
+struct InputsAt {
+  Calls calls;
+  size_t tensor;
+  int64_t offset;
+  [[gnu::always_inline]] const T* operator()(size_t q) const {
+    return calls[q]->inputs[tensor]->template data<T>() + offset;
+  }
+};
+
+// Rank q's elements of one staged input: its copy from a byte offset on.
+template <typename T>
+struct StagedAt {
+  std::span<const std::byte* const> staged;
+  size_t offset;
+  [[gnu::always_inline]] const T* operator()(size_t q) const {
+    return reinterpret_cast<const T*>(staged[q] + offset);
+  }
+};
+
+// The helpers below are always inlined, so that a caller compiled for AVX2
+// gets AVX2 loops.
+
+// dst = a op b. dst may be a.
+template <typename T, typename Op>
+[[gnu::always_inline]] inline void fold(T* dst, const T* a, const T* b, int64_t n, Op op) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = op(a[i], b[i]);
+}
+
+// dst = source(0) op source(1) op ...: the first fold reads two sources in
+// one pass instead of copying one first.
+template <typename T, typename Source, typename Op>
+[[gnu::always_inline]] inline void fold_ranks(T* dst, size_t ranks, const Source& source, int64_t n, Op op) {
+  fold(dst, source(0), source(1), n, op);
+  for (size_t q = 2; q < ranks; ++q) fold(dst, dst, source(q), n, op);
 }
 
 template <typename T>
-void apply_scale(T* dst, int64_t n, double scale) {
+[[gnu::always_inline]] inline void apply_scale(T* dst, int64_t n, double scale) {
   if constexpr (!std::is_same_v<T, bool>) {
     if (scale == 1.0) return;
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] * scale);
   }
 }
 
-// dst = scale * (srcs[0] op srcs[1] op ...), n elements.
-template <typename T>
-void reduce_into(T* dst, std::span<const T* const> srcs, int64_t n, ReduceType reduce, double scale) {
-  std::memcpy(dst, srcs[0], static_cast<size_t>(n) * sizeof(T));
-  for (size_t q = 1; q < srcs.size(); ++q) combine(reduce, dst, srcs[q], n);
+// dst = scale * (source(0) op source(1) op ...), n elements.
+template <typename T, typename Source>
+[[gnu::always_inline]] inline void reduce_ranks(T* dst, size_t ranks, const Source& source, int64_t n,
+                                                ReduceType reduce, double scale) {
+  if (n == 0) return;
+  if (ranks == 1) {
+    std::memcpy(dst, source(0), static_cast<size_t>(n) * sizeof(T));
+  } else {
+    switch (reduce) {
+      case ReduceType::kSum: fold_ranks(dst, ranks, source, n, Sum{}); break;
+      case ReduceType::kMul: fold_ranks(dst, ranks, source, n, Mul{}); break;
+      case ReduceType::kMin: fold_ranks(dst, ranks, source, n, Min{}); break;
+      case ReduceType::kMax: fold_ranks(dst, ranks, source, n, Max{}); break;
+      case ReduceType::kAnd: fold_ranks(dst, ranks, source, n, And{}); break;
+      case ReduceType::kOr: fold_ranks(dst, ranks, source, n, Or{}); break;
+    }
+  }
   apply_scale(dst, n, scale);
 }
 
 // The reduction runs in blocks that stay in L1 while every input is
 // folded in and the block is copied to every participant's output.
-constexpr int64_t kBlockBytes = 16 * 1024;
+constexpr size_t kBlockBytes = 16 * 1024;
 // Outputs at least this large are written with non-temporal stores: they
 // do not fit in cache anyway, and streaming them skips reading every output
 // line from memory before overwriting it, a third of the traffic.
-constexpr int64_t kStreamingBytes = 8 << 20;
+constexpr size_t kStreamingBytes = 8 << 20;
 
-// memcpy that bypasses the cache where it can; call store_fence() after.
-void stream_copy(void* dst, const void* src, size_t bytes) {
-#if defined(__SSE2__)
+using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
+
+void copy_cached(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
+#if ORDO_X86_64
+// memcpy that bypasses the cache; call store_fence() after. dst is
+// normally cache-line aligned (shares and blocks start on lines).
+void stream_sse2(void* dst, const void* src, size_t bytes) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
   std::memcpy(d, s, head);
   size_t i = head;
   for (; i + 16 <= bytes; i += 16) {
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
-                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
   }
   std::memcpy(d + i, s + i, bytes - i);
-#else
-  std::memcpy(dst, src, bytes);
-#endif
+}
+
+// The same with 32-byte stores, half the instructions per line.
+__attribute__((target("avx2"))) void stream_avx2(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  const size_t head = std::min(bytes, (32 - reinterpret_cast<uintptr_t>(d) % 32) % 32);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), lo);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), hi);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
 }
 
 // Streaming stores are weakly ordered: fence them before peers are told
-// (by the finish barrier) that the outputs are written.
-void store_fence() {
-#if defined(__SSE2__)
-  _mm_sfence();
+// (by the done mark) that the outputs are written.
+void store_fence() { _mm_sfence(); }
+#else
+void store_fence() {}
 #endif
+
+// One rank's share of one input of an all_reduce.
+struct Share {
+  Calls calls;
+  size_t tensor;
+  int64_t begin, end;  // elements
+};
+
+template <typename T, CopyFn kCopyOut>
+[[gnu::always_inline]] inline void reduce_share(const Share& share) {
+  alignas(64) static thread_local std::byte scratch_bytes[kBlockBytes];
+  T* scratch = reinterpret_cast<T*>(scratch_bytes);
+  constexpr int64_t kBlock = kBlockBytes / sizeof(T);
+  const ir::CollectiveAttrs& attrs = share.calls[0]->attrs;
+  for (int64_t lo = share.begin; lo < share.end; lo += kBlock) {
+    const int64_t count = std::min(kBlock, share.end - lo);
+    reduce_ranks(scratch, share.calls.size(), InputsAt<T>{share.calls, share.tensor, lo}, count, attrs.reduce,
+                 attrs.scale);
+    for (const CollectiveCall* call : share.calls) {
+      kCopyOut(call->outputs[share.tensor]->template mutable_data<T>() + lo, scratch,
+               static_cast<size_t>(count) * sizeof(T));
+    }
+  }
+}
+
+template <typename T>
+void reduce_share_baseline(const Share& share, bool streaming) {
+#if ORDO_X86_64
+  if (streaming) return reduce_share<T, stream_sse2>(share);
+#endif
+  reduce_share<T, copy_cached>(share);
+}
+
+#if ORDO_X86_64
+template <typename T>
+__attribute__((target("avx2"))) void reduce_share_avx2(const Share& share, bool streaming) {
+  if (streaming) return reduce_share<T, stream_avx2>(share);
+  reduce_share<T, copy_cached>(share);
+}
+#endif
+
+// Rank r's share: equal parts whose boundaries fall on cache lines, so that
+// no two ranks write one line of an output.
+int64_t share_boundary(int64_t numel, size_t rank, size_t ranks, size_t element) {
+  if (rank == ranks) return numel;
+  const auto line = static_cast<int64_t>(std::max<size_t>(1, 64 / element));
+  return numel * static_cast<int64_t>(rank) / static_cast<int64_t>(ranks) / line * line;
 }
 
 template <typename T>
 void all_reduce_typed(Calls calls, size_t rank, size_t tensor) {
-  const size_t n = calls.size();
-  const ir::CollectiveAttrs& attrs = calls[rank]->attrs;
   const int64_t numel = calls[rank]->inputs[tensor]->numel;
-  const int64_t begin = numel * static_cast<int64_t>(rank) / static_cast<int64_t>(n);
-  const int64_t end = numel * static_cast<int64_t>(rank + 1) / static_cast<int64_t>(n);
-  constexpr int64_t kBlock = kBlockBytes / sizeof(T);
-  const bool streaming = numel * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
-  alignas(64) static thread_local T scratch[kBlock];
-  std::vector<const T*> srcs(n);
-  for (int64_t lo = begin; lo < end; lo += kBlock) {
-    const int64_t count = std::min(kBlock, end - lo);
-    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
-    for (size_t q = 0; q < n; ++q) srcs[q] = calls[q]->inputs[tensor]->template data<T>() + lo;
-    if (streaming) {
-      reduce_into<T>(scratch, srcs, count, attrs.reduce, attrs.scale);
-      for (size_t p = 0; p < n; ++p) {
-        stream_copy(calls[p]->outputs[tensor]->template mutable_data<T>() + lo, scratch, bytes);
-      }
-      continue;
-    }
-    T* first = calls[0]->outputs[tensor]->template mutable_data<T>() + lo;
-    reduce_into<T>(first, srcs, count, attrs.reduce, attrs.scale);
-    for (size_t p = 1; p < n; ++p) {
-      std::memcpy(calls[p]->outputs[tensor]->template mutable_data<T>() + lo, first, bytes);
-    }
+  const Share share{calls, tensor, share_boundary(numel, rank, calls.size(), sizeof(T)),
+                    share_boundary(numel, rank + 1, calls.size(), sizeof(T))};
+  const bool streaming = static_cast<size_t>(numel) * sizeof(T) >= kStreamingBytes;
+#if ORDO_X86_64
+  if (cpu_has_avx2()) {
+    reduce_share_avx2<T>(share, streaming);
+  } else {
+    reduce_share_baseline<T>(share, streaming);
   }
+#else
+  reduce_share_baseline<T>(share, streaming);
+#endif
   if (streaming) store_fence();
 }
 
-// Every participant reduces its own chunk of every input and writes it to
+// Every participant reduces its own share of every input and writes it to
 // every output.
 void all_reduce(Calls calls, size_t rank) {
   for (size_t t = 0; t < calls[rank]->inputs.size(); ++t) {
     ORDO_DISPATCH_DTYPE(calls[rank]->inputs[t]->dtype, T, all_reduce_typed<T>(calls, rank, t));
   }
 }
+
+size_t align_to_line(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // prod(shape[begin:end]).
 int64_t extent(const Shape& shape, size_t begin, size_t end) {
@@ -182,12 +304,9 @@ void reduce_scatter_typed(Calls calls, size_t rank) {
   const int64_t row = extent(shape, dim, shape.size());
   const int64_t chunk = row / static_cast<int64_t>(calls.size());
   T* out = calls[rank]->outputs[0]->template mutable_data<T>();
-  std::vector<const T*> srcs(calls.size());
   for (int64_t o = 0; o < outer; ++o) {
-    for (size_t q = 0; q < calls.size(); ++q) {
-      srcs[q] = calls[q]->inputs[0]->template data<T>() + o * row + static_cast<int64_t>(rank) * chunk;
-    }
-    reduce_into<T>(out + o * chunk, srcs, chunk, attrs.reduce, attrs.scale);
+    const InputsAt<T> shard{calls, 0, o * row + static_cast<int64_t>(rank) * chunk};
+    reduce_ranks<T>(out + o * chunk, calls.size(), shard, chunk, attrs.reduce, attrs.scale);
   }
 }
 
@@ -296,6 +415,40 @@ void move_data(ir::OpKind op, Calls calls, size_t rank) {
       return collective_broadcast(calls, rank);
     default:
       throw_error<InternalError>("move_data: ", ir::op_name(op), " is not a collective");
+  }
+}
+
+size_t staged_bytes(const CollectiveCall& call) {
+  size_t bytes = 0;
+  for (const device::Buffer* input : call.inputs) bytes = align_to_line(bytes) + input->nbytes();
+  return bytes;
+}
+
+void stage_inputs(const CollectiveCall& call, std::byte* staged) {
+  size_t at = 0;
+  for (const device::Buffer* input : call.inputs) {
+    at = align_to_line(at);
+    if (input->nbytes() > 0) std::memcpy(staged + at, bytes_of(input), input->nbytes());
+    at += input->nbytes();
+  }
+}
+
+void all_reduce_staged(const CollectiveCall& call, std::span<const std::byte* const> staged) {
+  const ir::CollectiveAttrs& attrs = call.attrs;
+  // Every peer's copy is in its writer's cache: ask for all of its lines at
+  // once, so that they cross over together instead of one miss at a time.
+  const size_t bytes = staged_bytes(call);
+  for (const std::byte* copy : staged) {
+    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(copy + line);
+  }
+  size_t at = 0;
+  for (size_t t = 0; t < call.inputs.size(); ++t) {
+    at = align_to_line(at);
+    const device::Buffer* out = call.outputs[t];
+    ORDO_DISPATCH_DTYPE(out->dtype, T,
+                        reduce_ranks<T>(out->mutable_data<T>(), staged.size(), StagedAt<T>{staged, at},
+                                        out->numel, attrs.reduce, attrs.scale));
+    at += call.inputs[t]->nbytes();
   }
 }
 

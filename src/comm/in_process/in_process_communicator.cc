@@ -1,6 +1,8 @@
 #include "comm/in_process/in_process_communicator.h"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 
 #include "comm/in_process/data_movement.h"
 #include "comm/in_process/waiting.h"
@@ -8,99 +10,171 @@
 namespace ordo::comm {
 namespace {
 
-bool same_op(const CollectiveCall& a, const CollectiveCall& b) {
-  const ir::CollectiveAttrs& x = a.attrs;
-  const ir::CollectiveAttrs& y = b.attrs;
-  if (a.op != b.op || x.reduce != y.reduce || x.scale != y.scale || x.dim0 != y.dim0 ||
-      x.dim1 != y.dim1 || x.groups != y.groups || x.pairs != y.pairs ||
-      a.inputs.size() != b.inputs.size()) {
-    return false;
+// Fills p's seat and returns whether its inputs were staged (a small
+// all_reduce). Members whose fingerprints match decide alike.
+bool take_seat(const Participant& p) {
+  Seat& seat = p.slot.seats[p.rank];
+  // Written only when it changes, like the fingerprint: the kernel's call
+  // is usually at the same address every time.
+  if (seat.call != &p.call) seat.call = &p.call;
+  seat.fingerprint.assign(p.call);
+  bool staged = false;
+  if (p.call.op == ir::OpKind::kAllReduce) {
+    const size_t bytes = staged_bytes(p.call);
+    staged = bytes <= kMaxStagedBytes;
+    if (staged) stage_inputs(p.call, seat.staged.reserve(bytes));
   }
-  for (size_t i = 0; i < a.inputs.size(); ++i) {
-    if (a.inputs[i]->dtype != b.inputs[i]->dtype || a.inputs[i]->shape != b.inputs[i]->shape) {
-      return false;
-    }
-  }
-  return true;
+  p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
+  return staged;
 }
 
-const CollectiveCall* any_call(const Rendezvous& r) {
-  for (const CollectiveCall* call : r.calls) {
-    if (call != nullptr) return call;
+// Marks a member done with its collective on every way out of run(),
+// exceptions included: a slot is reused only once every member is done.
+class DoneMark {
+ public:
+  explicit DoneMark(const Participant& p) : p_(p) {}
+  ~DoneMark() { mark(); }
+  DoneMark(const DoneMark&) = delete;
+  DoneMark& operator=(const DoneMark&) = delete;
+
+  void mark() {
+    if (marked_) return;
+    marked_ = true;
+    p_.channel.mark_done(p_.rank, p_.sequence);
   }
-  return nullptr;
+
+ private:
+  const Participant& p_;
+  bool marked_ = false;
+};
+
+// Every member compares every fingerprint with rank 0's, so all find the
+// same first mismatch and raise the same error. The message describes
+// peers' calls, so they all wait for each other before they leave.
+void check_same_op(const Participant& p, DoneMark& done) {
+  const std::vector<Seat>& seats = p.slot.seats;
+  for (size_t q = 1; q < seats.size(); ++q) {
+    if (seats[q].fingerprint == seats[0].fingerprint) continue;
+    const std::vector<int>& group = p.channel.group();
+    std::string message = str_cat("collective mismatch at #", p.sequence, " on group ", describe_group(group),
+                                  ": device ", group[0], " runs ", describe(*seats[0].call), " but device ",
+                                  group[q], " runs ", describe(*seats[q].call));
+    done.mark();
+    wait_until_all_done(p);
+    throw CollectiveMismatchError(message);
+  }
+}
+
+std::span<const CollectiveCall* const> calls_of(const Participant& p) {
+  std::vector<const CollectiveCall*>& calls = p.channel.member(p.rank).calls;
+  for (size_t q = 0; q < calls.size(); ++q) calls[q] = p.slot.seats[q].call;
+  return calls;
+}
+
+std::span<const std::byte* const> staged_of(const Participant& p) {
+  std::vector<const std::byte*>& staged = p.channel.member(p.rank).staged;
+  for (size_t q = 0; q < staged.size(); ++q) staged[q] = p.slot.seats[q].staged.data();
+  return staged;
 }
 
 }  // namespace
 
 InProcessCommunicator::InProcessCommunicator(int world_size)
-    : world_size_(world_size), next_sequence_(static_cast<size_t>(world_size)) {}
+    : world_size_(world_size), routes_(static_cast<size_t>(world_size)) {}
 
-InProcessCommunicator::Seat InProcessCommunicator::take_seat(const ir::CollectiveAttrs& attrs,
-                                                             int device) {
-  std::vector<int> group = attrs.group_of(device, world_size_);
-  const int64_t sequence = next_sequence_[device][group]++;
-  const auto rank = static_cast<size_t>(std::find(group.begin(), group.end(), device) - group.begin());
-  return {table_.find_or_create(group, sequence), rank};
+InProcessCommunicator::Route InProcessCommunicator::open_route(const std::vector<int>& group, int device) {
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  std::unique_ptr<Channel>& channel = channels_[group];
+  if (!channel) channel = std::make_unique<Channel>(group);
+  const auto rank = std::find(group.begin(), group.end(), device) - group.begin();
+  return {channel.get(), static_cast<size_t>(rank)};
+}
+
+InProcessCommunicator::Route InProcessCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {
+  DeviceRoutes& routes = routes_[static_cast<size_t>(device)];
+  if (attrs.groups.empty()) {
+    if (routes.world.channel == nullptr) {
+      std::vector<int> everyone(static_cast<size_t>(world_size_));
+      std::iota(everyone.begin(), everyone.end(), 0);
+      routes.world = open_route(everyone, device);
+    }
+    return routes.world;
+  }
+  for (const std::vector<int>& group : attrs.groups) {
+    if (std::find(group.begin(), group.end(), device) == group.end()) continue;
+    for (const Route& route : routes.groups) {
+      if (route.channel->group() == group) return route;
+    }
+    routes.groups.push_back(open_route(group, device));
+    return routes.groups.back();
+  }
+  throw_error<InternalError>("device ", device, " is in no replica group");
 }
 
 void InProcessCommunicator::run(const CollectiveCall& call) {
-  const Seat seat = take_seat(call.attrs, call.device);
-  Rendezvous& r = *seat.rendezvous;
-  bool complete = false;
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (!r.failed.load(std::memory_order_relaxed)) {
-      const CollectiveCall* first = any_call(r);
-      if (first != nullptr && !same_op(*first, call)) {
-        r.fail_locked(ErrorCode::kCollectiveMismatch,
-                      str_cat("collective mismatch at #", r.sequence, " on group ",
-                              describe_group(r.group), ": device ", first->device, " runs ",
-                              describe(*first), " but device ", call.device, " runs ",
-                              describe(call)));
-      } else {
-        r.calls[seat.rank] = &call;
-        if (r.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == r.size()) r.cv.notify_all();
-      }
-    }
-    r.joined[seat.rank] = true;
-    complete = ++r.joined_count == r.size();
+  const Route route = route_for(call.attrs, call.device);
+  Channel& channel = *route.channel;
+  Member& member = channel.member(route.rank);
+  const int64_t sequence = member.next_sequence++;
+  Slot& slot = channel.slot_of(sequence);
+  const Participant me{channel, slot, sequence, route.rank, call, gone_};
+  DoneMark done(me);
+  // The seat is free once every member is done with the slot's earlier
+  // collective: known in the steady state, else waited for.
+  bool staged = false;
+  std::optional<uint64_t> arrived;
+  if (sequence - Channel::kSlots <= member.done_through) {
+    staged = take_seat(me);
+    arrived = channel.arrive(slot, sequence, member.done_through);
   }
-  if (complete) table_.erase(r);
-  try {
-    wait_for_arrivals(r, call.device);
-  } catch (...) {
-    // Leaving early: nobody may describe or read this call any more.
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.calls[seat.rank] = nullptr;
-    throw;
+  if (!arrived) {
+    if (std::optional<device::Failure> failure = wait_until_open(me)) failure->raise();
+    staged = take_seat(me);
+    arrived = channel.arrive(slot);
   }
-  move_data(call.op, r.calls, seat.rank);
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (r.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == r.size()) r.cv.notify_all();
+  const uint64_t state = *arrived;
+  if (gone_.any() && !SlotState::failed(state)) fail_if_member_gone(me);
+  if (SlotState::failed(state) || !wait_for_arrivals(me)) channel.failure_of(slot).raise();
+  // Everyone arrived here, so everyone is done with every earlier collective.
+  member.done_through = sequence - 1;
+  check_same_op(me, done);
+  if (staged) {
+    all_reduce_staged(call, staged_of(me));
+    // Collective #sequence + 1 probably stages as much; every member is done
+    // with that seat's last use (done_through), so nobody reads it now.
+    channel.slot_of(sequence + 1).seats[route.rank].staged.prefetch_for_write(staged_bytes(call));
+    return;
   }
-  wait_for_finish(r);
+  move_data(call.op, calls_of(me), route.rank);
+  done.mark();
+  wait_until_all_done(me);
 }
 
 void InProcessCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
                                     const std::string& reason) {
-  const Seat seat = take_seat(attrs, device);
-  Rendezvous& r = *seat.rendezvous;
-  bool complete = false;
+  const Route route = route_for(attrs, device);
+  Channel& channel = *route.channel;
+  Member& member = channel.member(route.rank);
+  const int64_t sequence = member.next_sequence++;
+  member.joined.store(sequence, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.fail_locked(ErrorCode::kCollective,
-                  str_cat("device ", device, " will not join ", ir::op_name(op), " #", r.sequence,
-                          " on group ", describe_group(r.group), ": ", reason));
-    r.joined[seat.rank] = true;
-    complete = ++r.joined_count == r.size();
+    std::lock_guard<std::mutex> lock(channel.mu);
+    channel.join_failed_locked(
+        sequence, route.rank,
+        {ErrorCode::kCollective, str_cat("device ", device, " will not join ", ir::op_name(op), " #", sequence,
+                                         " on group ", describe_group(channel.group()), ": ", reason)});
   }
-  if (complete) table_.erase(r);
+  channel.mark_done(route.rank, sequence);
 }
 
 void InProcessCommunicator::mark_device_failed(int device, const std::string& reason) {
-  table_.mark_device_failed(device, reason);
+  gone_.mark(device, reason);
+  // Sleepers check for gone devices under their channel's mutex.
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  for (auto& [group, channel] : channels_) {
+    std::lock_guard<std::mutex> channel_lock(channel->mu);
+    channel->cv.notify_all();
+  }
 }
 
 }  // namespace ordo::comm

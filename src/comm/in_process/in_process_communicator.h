@@ -1,15 +1,28 @@
 // The in-process backend: devices are threads of this process sharing
-// memory. Participants meet at a rendezvous, check that they brought the
-// same op, then each does its share of the data movement (no thread per op,
-// no copy beyond what the op needs), and wait until every share is done so
-// that no input is freed while a peer still reads it.
+// memory. The members of a replica group meet in the group's channel
+// (channel.h), check that they brought the same op, then each does its
+// share of the data movement (no thread per op, no copy beyond what the op
+// needs) and waits until every share is done, so that no input is freed
+// while a peer still reads it. A small all_reduce copies its inputs into
+// the channel instead and needs no second wait (data_movement.h).
+//
+//   InProcessCommunicator comm(2);
+//   comm.run(call);  // on each device's worker, with that device's call
+//
+// Locking: channels_mu_ guards channels_ (a channel, once made, lives as
+// long as the communicator). routes_[d] is used only by device d's worker
+// thread, the only caller of run and abandon for d. Order: channels_mu_
+// before Channel::mu (channel.h), before GoneDevices (gone_devices.h).
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/in_process/rendezvous.h"
+#include "comm/in_process/channel.h"
+#include "comm/in_process/gone_devices.h"
 
 namespace ordo::comm {
 
@@ -24,18 +37,26 @@ class InProcessCommunicator : public Communicator {
   void mark_device_failed(int device, const std::string& reason) override;
 
  private:
-  struct Seat {
-    std::shared_ptr<Rendezvous> rendezvous;
-    size_t rank;
+  // A device's way into the channel of one of its groups.
+  struct Route {
+    Channel* channel = nullptr;
+    size_t rank = 0;  // the device's position in the group
   };
-  // Joins the next collective of device's group. Only device's worker calls
-  // this, so its sequence counters need no lock.
-  Seat take_seat(const ir::CollectiveAttrs& attrs, int device);
+  // The routes one device has used, found without a lock or an allocation.
+  struct alignas(64) DeviceRoutes {
+    Route world;                // no replica groups: every device
+    std::vector<Route> groups;  // explicit replica groups
+  };
+
+  Route route_for(const ir::CollectiveAttrs& attrs, int device);
+  // The channel of group (made on first use) and device's rank in it.
+  Route open_route(const std::vector<int>& group, int device);
 
   const int world_size_;
-  RendezvousTable table_;
-  // Per device: the next sequence number of each group it belongs to.
-  std::vector<std::map<std::vector<int>, int64_t>> next_sequence_;
+  GoneDevices gone_;
+  std::mutex channels_mu_;
+  std::map<std::vector<int>, std::unique_ptr<Channel>> channels_;
+  std::vector<DeviceRoutes> routes_;  // by device
 };
 
 }  // namespace ordo::comm

@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <sstream>
 #include <thread>
+#include <utility>
 
 #include "ordo/collectives.h"
 
@@ -18,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 // loop may trap to the hypervisor, which costs more than it saves.
 template <typename Done>
 bool spin_until(const Done& done) {
+  for (int i = 0; i < 256; ++i) {
+    if (done()) return true;
+  }
   constexpr auto kSpinFor = std::chrono::microseconds(50);
   constexpr auto kYieldFor = std::chrono::microseconds(200);
   const Clock::time_point spin_until = Clock::now() + kSpinFor;
@@ -40,47 +46,156 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-}  // namespace
+// Holds the channel's mutex and counts itself among the sleepers, so that
+// every change of a slot's state from now on notifies it.
+class Sleep {
+ public:
+  explicit Sleep(Channel& channel) : channel_(channel), lock_(channel.mu) {
+    channel_.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~Sleep() { channel_.sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+  Sleep(const Sleep&) = delete;
+  Sleep& operator=(const Sleep&) = delete;
 
-void wait_for_arrivals(Rendezvous& r, int device) {
-  auto done = [&r] {
-    return r.failed.load(std::memory_order_acquire) ||
-           r.arrived.load(std::memory_order_acquire) == r.size();
-  };
-  if (!spin_until(done)) {
-    const CollectiveTimeouts timeouts = collective_timeouts();
-    const Clock::time_point start = Clock::now();
-    std::unique_lock<std::mutex> lock(r.mu);
-    if (!r.cv.wait_until(lock, start + seconds(timeouts.warn_seconds), done)) {
-      std::fprintf(stderr,
-                   "ordo: device %d has waited %.1f s in %s #%lld on group %s; missing devices: %s\n",
-                   device, timeouts.warn_seconds, r.op_locked().c_str(),
-                   static_cast<long long>(r.sequence), describe_group(r.group).c_str(),
-                   r.missing_locked().c_str());
-      if (!r.cv.wait_until(lock, start + seconds(timeouts.timeout_seconds), done)) {
-        r.fail_locked(ErrorCode::kCollectiveTimeout,
-                      str_cat("device ", device, " waited ", timeouts.timeout_seconds, " s in ",
-                              r.op_locked(), " #", r.sequence, " on group ",
-                              describe_group(r.group), "; devices that never arrived: ",
-                              r.missing_locked()));
-      }
+  void until(Clock::time_point deadline) { channel_.cv.wait_until(lock_, deadline); }
+
+ private:
+  Channel& channel_;
+  std::unique_lock<std::mutex> lock_;
+};
+
+// The members that have not joined p's collective, for messages.
+std::string missing_members(const Participant& p) {
+  std::ostringstream out;
+  const char* separator = "";
+  for (size_t rank = 0; rank < p.channel.size(); ++rank) {
+    if (rank == p.rank || p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) {
+      continue;
     }
+    out << separator << p.channel.group()[rank];
+    separator = ", ";
   }
-  if (r.failed.load(std::memory_order_acquire)) {
-    device::Failure failure;
-    {
-      std::lock_guard<std::mutex> lock(r.mu);
-      failure = r.failure;
-    }
-    failure.raise();
-  }
+  return out.str();
 }
 
-void wait_for_finish(Rendezvous& r) {
-  auto done = [&r] { return r.finished.load(std::memory_order_acquire) == r.size(); };
+// The first member that has not joined p's collective and is gone.
+std::optional<device::Failure> gone_member_failure(const Participant& p) {
+  if (!p.gone.any()) return std::nullopt;
+  for (size_t rank = 0; rank < p.channel.size(); ++rank) {
+    if (rank == p.rank || p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) {
+      continue;
+    }
+    const int device = p.channel.group()[rank];
+    if (std::optional<std::string> reason = p.gone.reason(device)) {
+      return device::Failure{
+          ErrorCode::kCollective,
+          str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
+                  " cannot complete: device ", device, " is gone (", *reason, ")")};
+    }
+  }
+  return std::nullopt;
+}
+
+void warn(const Participant& p, double waited_seconds) {
+  std::fprintf(stderr, "ordo: device %d has waited %.1f s in %s #%lld on group %s; missing devices: %s\n",
+               p.call.device, waited_seconds, describe(p.call).c_str(),
+               static_cast<long long>(p.sequence), describe_group(p.channel.group()).c_str(),
+               missing_members(p).c_str());
+}
+
+device::Failure timeout_failure(const Participant& p, double timeout_seconds) {
+  return {ErrorCode::kCollectiveTimeout,
+          str_cat("device ", p.call.device, " waited ", timeout_seconds, " s in ", describe(p.call), " #",
+                  p.sequence, " on group ", describe_group(p.channel.group()),
+                  "; devices that never arrived: ", missing_members(p))};
+}
+
+// The warning and timeout schedule of one slow wait, which starts when
+// the spin gives up.
+class Deadlines {
+ public:
+  Deadlines() : timeouts_(collective_timeouts()), start_(Clock::now()) {}
+
+  // Warns once when due (with mu held: messages read the channel).
+  void warn_if_due(const Participant& p) {
+    if (warned_ || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
+    warn(p, timeouts_.warn_seconds);
+    warned_ = true;
+  }
+  bool timed_out() const { return Clock::now() >= start_ + seconds(timeouts_.timeout_seconds); }
+  double timeout_seconds() const { return timeouts_.timeout_seconds; }
+  Clock::time_point next() const {
+    return start_ + seconds(warned_ ? timeouts_.timeout_seconds : timeouts_.warn_seconds);
+  }
+
+ private:
+  const CollectiveTimeouts timeouts_;
+  const Clock::time_point start_;
+  bool warned_ = false;
+};
+
+}  // namespace
+
+std::optional<device::Failure> wait_until_open(const Participant& p) {
+  const int64_t done_through = p.channel.member(p.rank).done_through;
+  auto open = [&p, done_through] { return p.channel.open(p.slot, p.sequence, done_through); };
+  if (spin_until(open)) return std::nullopt;
+  Deadlines deadlines;
+  Sleep sleep(p.channel);
+  while (!p.channel.open(p.slot, p.sequence, done_through, /*locked=*/true)) {
+    // Nobody can have joined yet: a gone member never will.
+    if (std::optional<device::Failure> gone = gone_member_failure(p)) return gone;
+    deadlines.warn_if_due(p);
+    if (deadlines.timed_out()) {
+      device::Failure failure = timeout_failure(p, deadlines.timeout_seconds());
+      p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
+      p.channel.join_failed_locked(p.sequence, p.rank, failure);
+      return failure;
+    }
+    sleep.until(deadlines.next());
+  }
+  return std::nullopt;
+}
+
+bool wait_for_arrivals(const Participant& p) {
+  const size_t members = p.channel.size();
+  auto done = [&p, members] {
+    const uint64_t state = p.slot.state.load(std::memory_order_seq_cst);
+    return SlotState::failed(state) || SlotState::arrived(state) == members;
+  };
+  if (!spin_until(done)) {
+    Deadlines deadlines;
+    Sleep sleep(p.channel);
+    while (!done()) {
+      if (p.channel.has_pending()) p.channel.apply_pending_locked(p.slot);
+      if (std::optional<device::Failure> gone = gone_member_failure(p)) {
+        p.channel.fail_locked(p.slot, std::move(*gone));
+        continue;
+      }
+      deadlines.warn_if_due(p);
+      if (deadlines.timed_out()) {
+        p.channel.fail_locked(p.slot, timeout_failure(p, deadlines.timeout_seconds()));
+        continue;
+      }
+      sleep.until(deadlines.next());
+    }
+  }
+  return !SlotState::failed(p.slot.state.load(std::memory_order_acquire));
+}
+
+void wait_until_all_done(const Participant& p) {
+  auto done = [&p] { return p.channel.all_done(p.sequence); };
   if (spin_until(done)) return;
-  std::unique_lock<std::mutex> lock(r.mu);
-  r.cv.wait(lock, done);
+  Sleep sleep(p.channel);
+  while (!done()) sleep.until(Clock::now() + std::chrono::seconds(1));
+}
+
+void fail_if_member_gone(const Participant& p) {
+  std::lock_guard<std::mutex> lock(p.channel.mu);
+  if (p.channel.has_pending()) p.channel.apply_pending_locked(p.slot);
+  if (std::optional<device::Failure> gone = gone_member_failure(p)) {
+    p.channel.fail_locked(p.slot, std::move(*gone));
+  }
 }
 
 }  // namespace ordo::comm

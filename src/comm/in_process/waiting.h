@@ -1,16 +1,37 @@
-// Waiting at a rendezvous: a short spin (peers usually arrive within
-// microseconds), then a real wait, with the warning and timeout.
+// Waiting in a channel: a short spin (peers usually arrive within
+// microseconds), then a sleep on the channel, with the warning, the timeout
+// and the check for gone devices.
 #pragma once
 
-#include "comm/in_process/rendezvous.h"
+#include <optional>
+
+#include "comm/in_process/channel.h"
+#include "comm/in_process/gone_devices.h"
 
 namespace ordo::comm {
 
-// Waits until every participant arrived; raises the rendezvous failure, or
-// fails it with a timeout naming the missing devices. device is the waiter.
-void wait_for_arrivals(Rendezvous& rendezvous, int device);
-// Waits until every participant finished its share. They are all present
-// and doing bounded work, so this needs no timeout.
-void wait_for_finish(Rendezvous& rendezvous);
+// One member at one collective of a channel: who waits, for messages.
+struct Participant {
+  Channel& channel;
+  Slot& slot;
+  int64_t sequence;
+  size_t rank;
+  const CollectiveCall& call;
+  const GoneDevices& gone;
+};
+
+// Until p's slot serves p's collective: it opens it once every member is
+// done with the slot's earlier collective. Returns a failure instead if it
+// never will: a member is gone, or the wait timed out (then p has joined
+// the collective as failed, so that peers arriving later fail at once).
+std::optional<device::Failure> wait_until_open(const Participant& p);
+// Until every member arrived (true) or the collective failed (false). p
+// fails it on timeout, or when a member that has not joined is gone.
+bool wait_for_arrivals(const Participant& p);
+// Until every member is done with p's collective. They are all present and
+// doing bounded work, so this needs no timeout.
+void wait_until_all_done(const Participant& p);
+// Fails p's collective if a member that has not joined it is gone.
+void fail_if_member_gone(const Participant& p);
 
 }  // namespace ordo::comm

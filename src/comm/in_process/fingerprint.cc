@@ -1,0 +1,61 @@
+#include "comm/in_process/fingerprint.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace ordo::comm {
+
+// Writes word at position `at` only when it changes: peers read this
+// fingerprint at every collective, and a line left unwritten stays valid in
+// their caches, so the usual case (the same op again) moves no cache line.
+void Fingerprint::put(size_t at, int64_t word) {
+  if (at == kInlineWords && !spilled_) {
+    spill_.assign(inline_.begin(), inline_.end());
+    spilled_ = true;
+  }
+  if (spilled_) {
+    spill_.push_back(word);  // rebuilt by every assign: rare, long ops only
+  } else if (inline_[at] != word) {
+    inline_[at] = word;
+  }
+}
+
+// Every list is preceded by its length, so equal words mean equal fields.
+void Fingerprint::assign(const CollectiveCall& call) {
+  if (spilled_) {  // rare: start over inline
+    spilled_ = false;
+    spill_.clear();
+  }
+  size_t at = 0;
+  auto push = [&](int64_t word) { put(at++, word); };
+  const ir::CollectiveAttrs& a = call.attrs;
+  push(static_cast<int64_t>(call.op));
+  push(static_cast<int64_t>(a.reduce));
+  // 0.0 and -0.0 scale alike, so they are one scale.
+  push(a.scale == 0 ? 0 : std::bit_cast<int64_t>(a.scale));
+  push(a.dim0);
+  push(a.dim1);
+  push(static_cast<int64_t>(a.groups.size()));
+  for (const auto& group : a.groups) {
+    push(static_cast<int64_t>(group.size()));
+    for (int member : group) push(member);
+  }
+  push(static_cast<int64_t>(a.pairs.size()));
+  for (const auto& [source, target] : a.pairs) {
+    push(source);
+    push(target);
+  }
+  push(static_cast<int64_t>(call.inputs.size()));
+  for (const device::Buffer* input : call.inputs) {
+    push(static_cast<int64_t>(input->dtype));
+    push(static_cast<int64_t>(input->shape.size()));
+    for (int64_t dim : input->shape) push(dim);
+  }
+  if (size_ != at) size_ = at;
+}
+
+bool Fingerprint::operator==(const Fingerprint& other) const {
+  return size_ == other.size_ && std::equal(words(), words() + size_, other.words());
+}
+
+}  // namespace ordo::comm

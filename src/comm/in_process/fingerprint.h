@@ -1,0 +1,40 @@
+// What a participant brings to a collective, by value: op, attributes and
+// input types. Peers compare fingerprints instead of reading each other's
+// calls, because a peer that is done may already have returned and freed
+// its call; a fingerprint lives in the channel until its slot is reused.
+//
+//   Fingerprint mine;
+//   mine.assign(call);
+//   if (mine != theirs) ...  // a collective mismatch
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace ordo::comm {
+
+class Fingerprint {
+ public:
+  // Everything two calls must agree on: the op, its reduce type, scale,
+  // dims, all replica groups and pairs, and the dtype and shape of every
+  // input. Reuses its memory: no allocation for common ops.
+  void assign(const CollectiveCall& call);
+
+  bool operator==(const Fingerprint& other) const;
+
+ private:
+  void put(size_t at, int64_t word);
+  const int64_t* words() const { return spilled_ ? spill_.data() : inline_.data(); }
+
+  // Enough for an op with a few inputs of small rank and no groups.
+  static constexpr size_t kInlineWords = 24;
+  size_t size_ = 0;
+  bool spilled_ = false;  // the words are in spill_, not inline_
+  std::array<int64_t, kInlineWords> inline_{};
+  std::vector<int64_t> spill_;
+};
+
+}  // namespace ordo::comm
