@@ -35,7 +35,7 @@ void sync_device(int ordinal, bool raise_failure) {
   lazy::DeviceGraph& graph = rt.graph(ordinal);
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
-  std::vector<ir::Value> roots = graph.roots_of(tensors);
+  const std::vector<ir::Value> roots = graph.roots_of(tensors);
   if (roots.empty()) return;
   const LoweredGraph lowered = lower(roots);
   std::shared_ptr<const ExecutionPlan> plan = find_or_compile(lowered, graph.schedule);
@@ -57,11 +57,11 @@ void sync_device(int ordinal, bool raise_failure) {
   graph.cc_token = {};
   ++graph.cuts;
   // Submitted under the graph mutex so that the worker runs graphs in the
-  // order they were cut: a later graph may read this one's results.
-  // The task holds the last references to the graph's nodes, so the graph
-  // is freed by the worker after it ran, not on the tracing thread.
+  // order they were cut: a later graph may read this one's results. The
+  // nodes stay with this thread, which frees them: memory freed on another
+  // core than the one that allocated it crosses cores twice.
   device.worker().submit([plan = std::move(plan), parameters = std::move(parameters),
-                          results = std::move(results), roots = std::move(roots), &device] {
+                          results = std::move(results), &device] {
     run_plan(*plan, parameters, results, device);
   });
 }
