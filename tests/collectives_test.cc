@@ -271,3 +271,38 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectivesTest, ::testing::ValuesIn(cases(
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+// Outputs of 8 MiB and more take the streaming-store path, and small ones
+// (<= 4 KiB) the one-meeting path: both against the reference loop.
+TEST(CollectivesLargeAndSmall, AllReduceIsExactOnEveryPath) {
+  for (int world : {2, 3}) {
+    for (int64_t count : {int64_t{1000}, int64_t{3} << 20}) {
+      shutdown();
+      init(world);
+      auto outcomes = testing::run_on_devices<std::vector<float>>(world, [&](int d) {
+        Tensor x = rand_uniform({count}, 100 + d);
+        return all_reduce(ReduceType::kSum, x, 0.5).to_vector<float>();
+      });
+      std::vector<std::vector<float>> inputs;
+      for (int d = 0; d < world; ++d) {
+        DeviceGuard on(0);
+        inputs.push_back(rand_uniform({count}, 100 + d).to_vector<float>());
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        float acc = inputs[0][i];
+        for (int d = 1; d < world; ++d) acc += inputs[d][i];
+        const float expected = static_cast<float>(acc * 0.5);
+        for (int d = 0; d < world; ++d) {
+          ASSERT_EQ(outcomes[d].get()[i], expected) << "world " << world << " count " << count << " i " << i;
+        }
+      }
+    }
+  }
+  shutdown();
+}
+
+}  // namespace
+}  // namespace ordo
