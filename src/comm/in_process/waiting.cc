@@ -97,7 +97,7 @@ std::optional<device::Failure> gone_member_failure(const Participant& p) {
 }
 
 void warn(const Participant& p, double waited_seconds) {
-  std::fprintf(stderr, "ordo: device %d has waited %.1f s in %s #%lld on group %s; missing devices: %s\n",
+  std::fprintf(stderr, "ordo: device %d has waited %g s in %s #%lld on group %s; missing devices: %s\n",
                p.call.device, waited_seconds, describe(p.call).c_str(),
                static_cast<long long>(p.sequence), describe_group(p.channel.group()).c_str(),
                missing_members(p).c_str());
