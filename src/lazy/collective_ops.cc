@@ -67,9 +67,11 @@ Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
   const int device = lazy::common_device(what, inputs);
   const int world = runtime::get().num_devices();
   check_groups(what, groups, world, equal_sizes);
-  ir::CollectiveAttrs probe;
-  probe.groups = groups;
-  return {device, world, probe.group_of(device, world).size()};
+  size_t group_size = static_cast<size_t>(world);
+  for (const auto& group : groups) {
+    if (std::find(group.begin(), group.end(), device) != group.end()) group_size = group.size();
+  }
+  return {device, world, group_size};
 }
 
 std::vector<Tensor> record(OpKind op, std::span<const Tensor* const> inputs,
