@@ -129,5 +129,33 @@ TEST_F(ConcurrencyTest, ReadersOfAPendingTensorOnAnotherThread) {
   EXPECT_EQ(correct.load(), 8);
 }
 
+TEST_F(ConcurrencyTest, TensorsDieWhileAnotherThreadCutsTheGraph) {
+  // Thread 0 makes and drops pending temporaries on device 1 while thread 1
+  // cuts device 1's graph: a dying tensor leaves the pending list while the
+  // cut walks it. The kept tensors are all computed, exactly once.
+  constexpr int kRounds = 200;
+  std::atomic<bool> done{false};
+  std::vector<Tensor> kept;
+  std::thread tracer([&] {
+    DeviceGuard on(1);
+    Tensor x = from_vector<int32_t>({1, 2, 3}, {3});
+    for (int i = 0; i < kRounds; ++i) {
+      Tensor temporary = x * 2;
+      Tensor another = temporary + i;
+      if (i % 10 == 0) kept.push_back(another);
+    }
+    done = true;
+  });
+  std::thread cutter([&] {
+    while (!done) mark_step(1);
+  });
+  tracer.join();
+  cutter.join();
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const int i = static_cast<int>(k) * 10;
+    EXPECT_EQ(kept[k].to_vector<int32_t>(), (std::vector<int32_t>{2 + i, 4 + i, 6 + i}));
+  }
+}
+
 }  // namespace
 }  // namespace ordo

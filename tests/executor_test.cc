@@ -47,6 +47,26 @@ TEST_F(ExecutorTest, MarkStepMaterializesEveryLiveTensorInOneGraph) {
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{4, 9}));
 }
 
+TEST_F(ExecutorTest, TensorsThatDiedBeforeMarkStepAreNotComputed) {
+  Tensor x = from_vector<float>({1, 2}, {2});
+  Tensor kept = x + 1.0;
+  {
+    Tensor dropped = exp(x);
+    Tensor also_dropped = dropped * 3.0;
+  }
+  const std::string graph = dump_pending_graph();
+  EXPECT_EQ(graph.find("exp"), std::string::npos) << graph;
+  mark_step();
+  EXPECT_FALSE(kept.is_pending());
+  EXPECT_EQ(kept.to_vector<float>(), (std::vector<float>{2, 3}));
+  // A rebound tensor is pending again, and is computed by the next cut.
+  kept.assign(kept * 2.0);
+  EXPECT_TRUE(kept.is_pending());
+  mark_step();
+  EXPECT_FALSE(kept.is_pending());
+  EXPECT_EQ(kept.to_vector<float>(), (std::vector<float>{4, 6}));
+}
+
 TEST_F(ExecutorTest, TheSameStepTracedAgainIsNotCompiledAgain) {
   Tensor w = from_vector<float>({1, 1}, {2});
   for (int step = 0; step < 5; ++step) {

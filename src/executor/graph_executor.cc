@@ -37,7 +37,10 @@ void sync_device(int ordinal, bool raise_failure) {
   std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
   const std::vector<ir::Value> roots = graph.roots_of(tensors);
   if (roots.empty()) return;
-  const LoweredGraph lowered = lower(roots);
+  // Reused by every cut of this thread; it only points into this graph, so
+  // it is cleared before the nodes die below.
+  thread_local LoweredGraph lowered;
+  lower(roots, lowered);
   std::shared_ptr<const ExecutionPlan> plan = find_or_compile(lowered, graph.schedule);
 
   std::vector<std::shared_ptr<device::DeviceData>> parameters;
@@ -48,12 +51,12 @@ void sync_device(int ordinal, bool raise_failure) {
   for (const ir::Value& root : roots) {
     results.push_back(std::make_shared<device::DeviceData>(root.type().dtype, root.type().shape));
   }
+  lowered.nodes.clear();
   for (size_t i = 0; i < tensors.size(); ++i) {
     tensors[i]->data = results[i];
     tensors[i]->value = {};
-    tensors[i]->registered = false;
   }
-  graph.live_tensors.clear();
+  graph.pending_list.clear();
   graph.cc_token = {};
   ++graph.cuts;
   // Submitted under the graph mutex so that the worker runs graphs in the

@@ -15,10 +15,12 @@ struct Frame {
   size_t next_operand;
 };
 
-// Iterative post-order DFS: graphs can be deep chains.
+// Iterative post-order DFS: graphs can be deep chains. The stack is kept
+// between walks so that a steady-state cut allocates nothing.
 void visit(const ir::Node* root, uint64_t walk_id, LoweredGraph& graph) {
   if (root->walk_id == walk_id) return;
-  std::vector<Frame> stack{{root, 0}};
+  thread_local std::vector<Frame> stack;
+  stack.push_back({root, 0});
   root->walk_id = walk_id;
   while (!stack.empty()) {
     Frame& top = stack.back();
@@ -51,8 +53,10 @@ uint64_t graph_hash(const LoweredGraph& graph) {
 
 }  // namespace
 
-LoweredGraph lower(std::span<const ir::Value> roots) {
-  LoweredGraph graph;
+void lower(std::span<const ir::Value> roots, LoweredGraph& graph) {
+  graph.nodes.clear();
+  graph.parameters.clear();
+  graph.roots.clear();
   const uint64_t walk_id = g_next_walk_id.fetch_add(1, std::memory_order_relaxed);
   graph.roots.reserve(roots.size());
   for (const ir::Value& root : roots) {
@@ -60,6 +64,11 @@ LoweredGraph lower(std::span<const ir::Value> roots) {
     graph.roots.push_back({root.node->walk_index, root.index});
   }
   graph.hash = graph_hash(graph);
+}
+
+LoweredGraph lower(std::span<const ir::Value> roots) {
+  LoweredGraph graph;
+  lower(roots, graph);
   return graph;
 }
 

@@ -31,6 +31,8 @@ struct LoweredGraph {
 // Walks the graph below roots. Uses the nodes' walk scratch: the caller holds
 // the graph mutex of their device for as long as it uses the result.
 LoweredGraph lower(std::span<const ir::Value> roots);
+// The same into graph, reusing its memory.
+void lower(std::span<const ir::Value> roots, LoweredGraph& graph);
 
 // One line per node: "%3 = mul(%1, %2) : float32[2, 2]", then the roots.
 std::string dump(const LoweredGraph& graph);

@@ -1,7 +1,9 @@
 // The pending graph of one device: the live tensors whose values are still IR.
 //
-// Locking: mu guards live_tensors, prune_at, schedule, cc_token, cuts, the IR
-// state of every TensorImpl of this device and the walk scratch of its nodes.
+// Locking: mu guards schedule, cc_token, cuts, the IR state of every
+// TensorImpl of this device and the walk scratch of its nodes; it is held
+// around every use of pending_list (which has its own leaf lock as well, for
+// tensors that die).
 // Tracing a collective reads cc_token, builds the node and stores its token
 // output under one hold of mu, so two threads never fork the chain. Take at most
 // one device's mu at a time; never wait for a worker while holding it.
@@ -11,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "lazy/pending_list.h"
 #include "lazy/tensor_impl.h"
 #include "ordo/runtime.h"
 
@@ -18,10 +21,8 @@ namespace ordo::lazy {
 
 struct DeviceGraph {
   std::mutex mu;
-  // Tensors that have been pending; dead and materialized entries are pruned
-  // when the list doubles and at every graph cut.
-  std::vector<std::weak_ptr<TensorImpl>> live_tensors;
-  size_t prune_at = 1024;
+  // The tensors that became pending since the last cut.
+  PendingList pending_list;
   ScheduleOptions schedule;
   // The token the next collective takes: the last collective's token output,
   // or empty for a fresh one. Reset when the graph is cut.
@@ -29,9 +30,9 @@ struct DeviceGraph {
   uint64_t cuts = 0;  // graph cuts so far: a CcToken from an earlier cut is stale
 
   // Adds a tensor that just became pending (mu held).
-  void register_pending(const std::shared_ptr<TensorImpl>& tensor);
+  void register_pending(TensorImpl& tensor) { pending_list.add(tensor); }
   // The live pending tensors, in registration order (mu held).
-  std::vector<std::shared_ptr<TensorImpl>> pending_tensors();
+  std::vector<std::shared_ptr<TensorImpl>> pending_tensors() { return pending_list.pending(); }
   // What a graph cut computes: the values of tensors, then the cc token if
   // it is pending, so that a collective whose results nobody kept still
   // runs (its peers wait for it) (mu held).

@@ -50,7 +50,7 @@ void Tensor::assign(const Tensor& other) {
   if (impl_ == other.impl_) return;
   impl_->value = other.impl_->value;
   impl_->data = other.impl_->data;
-  if (impl_->is_pending()) graph.register_pending(impl_);
+  if (impl_->is_pending()) graph.register_pending(*impl_);
 }
 
 }  // namespace ordo

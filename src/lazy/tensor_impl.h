@@ -5,10 +5,11 @@
 // set, is the DeviceData leaf that stands for data in graphs, kept so that one
 // tensor used twice in a graph is one parameter).
 //
-// Locking: value, data and registered are guarded by the graph mutex of the
-// tensor's device (lazy::DeviceGraph::mu).
+// Locking: value and data are guarded by the graph mutex of the tensor's
+// device (lazy::DeviceGraph::mu); the list links by the PendingList's mutex.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "device/device_data.h"
@@ -16,10 +17,15 @@
 
 namespace ordo::lazy {
 
-class TensorImpl {
+class PendingList;
+
+class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
  public:
   TensorImpl(DType dtype, Shape shape, int device, uint64_t generation)
       : dtype(dtype), shape(std::move(shape)), device(device), generation(generation) {}
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
 
   const DType dtype;
   const Shape shape;
@@ -28,9 +34,14 @@ class TensorImpl {
 
   ir::Value value;
   std::shared_ptr<device::DeviceData> data;
-  bool registered = false;  // in its device's live-tensor list
 
   bool is_pending() const { return value.node && value.node->op() != ir::OpKind::kDeviceData; }
+
+ private:
+  friend class PendingList;
+  std::atomic<PendingList*> list_{nullptr};  // the list this tensor is linked in
+  TensorImpl* prev_ = nullptr;
+  TensorImpl* next_ = nullptr;
 };
 
 }  // namespace ordo::lazy

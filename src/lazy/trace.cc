@@ -49,7 +49,7 @@ std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
     }
     auto impl = std::make_shared<TensorImpl>(type.dtype, type.shape, device, rt.generation());
     impl->value = {node, i};
-    graph.register_pending(impl);
+    graph.register_pending(*impl);
     results.emplace_back(std::move(impl));
   }
   return results;
@@ -70,7 +70,7 @@ Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs att
   ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device);
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
-  graph.register_pending(impl);
+  graph.register_pending(*impl);
   return Tensor(std::move(impl));
 }
 

@@ -1,0 +1,59 @@
+#include "lazy/pending_list.h"
+
+#include "lazy/tensor_impl.h"
+
+namespace ordo::lazy {
+
+PendingList::~PendingList() { clear(); }
+
+void PendingList::add(TensorImpl& tensor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tensor.list_.load(std::memory_order_relaxed) == this) return;
+  tensor.prev_ = tail_;
+  tensor.next_ = nullptr;
+  (tail_ ? tail_->next_ : head_) = &tensor;
+  tail_ = &tensor;
+  tensor.list_.store(this, std::memory_order_release);
+}
+
+std::vector<std::shared_ptr<TensorImpl>> PendingList::pending() {
+  std::vector<std::shared_ptr<TensorImpl>> pending;
+  // Alive but no longer pending: released after mu_, since releasing the
+  // last reference to a tensor takes mu_.
+  std::vector<std::shared_ptr<TensorImpl>> not_pending;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (TensorImpl* tensor = head_; tensor != nullptr;) {
+    TensorImpl* next = tensor->next_;
+    // A tensor whose last reference is gone waits in its destructor for mu_,
+    // so its memory is still there; lock() sees that it is dying.
+    std::shared_ptr<TensorImpl> alive = tensor->weak_from_this().lock();
+    if (alive && alive->is_pending()) {
+      pending.push_back(std::move(alive));
+    } else {
+      unlink_locked(*tensor);
+      if (alive) not_pending.push_back(std::move(alive));
+    }
+    tensor = next;
+  }
+  return pending;
+}
+
+void PendingList::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (head_ != nullptr) unlink_locked(*head_);
+}
+
+void PendingList::remove(TensorImpl& tensor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // pending() or clear() may have unlinked it since the caller looked.
+  if (tensor.list_.load(std::memory_order_relaxed) == this) unlink_locked(tensor);
+}
+
+void PendingList::unlink_locked(TensorImpl& tensor) {
+  (tensor.prev_ ? tensor.prev_->next_ : head_) = tensor.next_;
+  (tensor.next_ ? tensor.next_->prev_ : tail_) = tensor.prev_;
+  tensor.prev_ = tensor.next_ = nullptr;
+  tensor.list_.store(nullptr, std::memory_order_release);
+}
+
+}  // namespace ordo::lazy

@@ -1,0 +1,47 @@
+// The tensors of one device that became pending since its last graph cut, as
+// an intrusive list: a tensor links itself when it becomes pending and
+// unlinks itself when it dies. A graph cut therefore visits only tensors that
+// are alive, and the temporaries of a step (most of its tensors) are freed
+// where they die, not in the next mark_step.
+//
+// Locking: mu_ guards the links of every tensor in the list. It is a leaf
+// lock: nothing is freed while it is held, since freeing a TensorImpl takes
+// it. Callers of add and pending also hold the device's graph mutex, which
+// guards what "pending" means.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace ordo::lazy {
+
+class TensorImpl;
+
+class PendingList {
+ public:
+  PendingList() = default;
+  // Detaches the tensors still listed: they may outlive the runtime.
+  ~PendingList();
+  PendingList(const PendingList&) = delete;
+  PendingList& operator=(const PendingList&) = delete;
+
+  // Links tensor if it is not listed yet.
+  void add(TensorImpl& tensor);
+  // The listed tensors that are alive and still pending, in the order they
+  // were added; the others are unlinked.
+  std::vector<std::shared_ptr<TensorImpl>> pending();
+  // Unlinks every tensor (a graph cut made them all data).
+  void clear();
+  // Called by a dying tensor that was listed here.
+  void remove(TensorImpl& tensor);
+
+ private:
+  void unlink_locked(TensorImpl& tensor);
+
+  std::mutex mu_;
+  TensorImpl* head_ = nullptr;
+  TensorImpl* tail_ = nullptr;
+};
+
+}  // namespace ordo::lazy

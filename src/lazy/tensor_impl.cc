@@ -1,0 +1,11 @@
+#include "lazy/tensor_impl.h"
+
+#include "lazy/pending_list.h"
+
+namespace ordo::lazy {
+
+TensorImpl::~TensorImpl() {
+  if (PendingList* list = list_.load(std::memory_order_acquire)) list->remove(*this);
+}
+
+}  // namespace ordo::lazy
