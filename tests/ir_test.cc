@@ -1,6 +1,8 @@
 // IR: structural hashing, the op table, text dumps, deep graphs.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "device/device_data.h"
 #include "ir/node.h"
 #include "ir/ops.h"
@@ -63,6 +65,36 @@ TEST(IrTest, DestroyingALongChainDoesNotOverflowTheStack) {
   for (int i = 0; i < 1'000'000; ++i) node = ir::make_node(OpKind::kNeg, {{node, 0}}, {t}, {}, 0);
   node.reset();  // must not recurse a million frames deep
   SUCCEED();
+}
+
+TEST(IrTest, NodesBuiltOnOneThreadCanDieOnAnother) {
+  // The node allocator caches freed blocks per thread: a graph built here
+  // and freed by threads that then end must come out whole, its blocks
+  // back in the C library.
+  ValueType t{DType::kFloat32, {3}};
+  std::vector<ir::NodePtr> graphs;
+  for (int g = 0; g < 4; ++g) {
+    ir::NodePtr node = full_node(g);
+    for (int i = 0; i < 5000; ++i) {
+      node = ir::make_node(i % 2 ? OpKind::kNeg : OpKind::kAdd,
+                           i % 2 ? ir::ValueList{{node, 0}} : ir::ValueList{{node, 0}, {node, 0}}, {t}, {}, 0);
+    }
+    graphs.push_back(std::move(node));
+  }
+  std::vector<std::thread> threads;
+  for (ir::NodePtr& graph : graphs) {
+    threads.emplace_back([graph = std::move(graph), t]() mutable {
+      EXPECT_EQ(graph->output(0), t);
+      graph.reset();
+      // This thread's cache now serves new nodes.
+      ir::NodePtr again = ir::make_node(OpKind::kFull, {}, {t}, {{0}, {1.0}, false}, 0);
+      EXPECT_EQ(again->output(0), t);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  void* big = ir::allocate_node_block(ir::kMaxCachedBytes + 1);
+  ir::free_node_block(big, ir::kMaxCachedBytes + 1);
+  ir::free_node_block(nullptr, 8);
 }
 
 using DumpTest = testing::OneDeviceTest;

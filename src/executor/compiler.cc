@@ -85,8 +85,14 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
   }
   for (int32_t position : schedule(graph, options)) {
     const ir::Node* node = graph.nodes[position];
-    PlanStep step{node->op(), kernels::kernel_for(node->op()), node->attrs(), node->outputs(),
-                  {}, first_slot[position], {}, position};
+    PlanStep step{node->op(),
+                  kernels::kernel_for(node->op()),
+                  node->attrs(),
+                  {node->outputs().begin(), node->outputs().end()},
+                  {},
+                  first_slot[position],
+                  {},
+                  position};
     for (const ir::Value& v : node->operands()) {
       step.input_slots.push_back(first_slot[graph.position(v.node.get())] + static_cast<int32_t>(v.index));
     }

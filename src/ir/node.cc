@@ -15,8 +15,8 @@ uint64_t hash_type(uint64_t h, const ValueType& type) {
   return h;
 }
 
-uint64_t hash_node(OpKind op, const std::vector<Value>& operands,
-                   const std::vector<ValueType>& outputs, const Attrs& attrs) {
+uint64_t hash_node(OpKind op, const ValueList& operands, const ValueTypes& outputs,
+                   const Attrs& attrs) {
   uint64_t h = hash_mix(0x6F72646Full, static_cast<uint64_t>(op));
   for (const Value& v : operands) h = hash_mix(hash_mix(h, v.node->hash()), v.index);
   for (const ValueType& t : outputs) h = hash_type(h, t);
@@ -41,8 +41,8 @@ std::string ValueType::to_string() const {
 
 const ValueType& Value::type() const { return node->output(index); }
 
-Node::Node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs, Attrs attrs,
-           int device, std::shared_ptr<device::DeviceData> data)
+Node::Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
+           std::shared_ptr<device::DeviceData> data)
     : op_(op),
       device_(device),
       operands_(std::move(operands)),
@@ -65,17 +65,16 @@ Node::~Node() {
   draining_operands = false;
 }
 
-NodePtr make_node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs,
-                  Attrs attrs, int device) {
-  return std::make_shared<const Node>(op, std::move(operands), std::move(outputs),
-                                      std::move(attrs), device, nullptr);
+NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device) {
+  return std::allocate_shared<const Node>(NodeAllocator<Node>{}, op, std::move(operands),
+                                          std::move(outputs), std::move(attrs), device, nullptr);
 }
 
 NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device) {
   ValueType type{data->dtype(), data->shape(), false};
-  return std::make_shared<const Node>(OpKind::kDeviceData, std::vector<Value>{},
-                                      std::vector<ValueType>{std::move(type)}, Attrs{}, device,
-                                      std::move(data));
+  return std::allocate_shared<const Node>(NodeAllocator<Node>{}, OpKind::kDeviceData, ValueList{},
+                                          ValueTypes{std::move(type)}, Attrs{}, device,
+                                          std::move(data));
 }
 
 }  // namespace ordo::ir

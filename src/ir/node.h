@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/node_allocator.h"
 #include "ir/ops.h"
 #include "ordo/dtype.h"
 
@@ -43,6 +44,10 @@ struct Value {
   const ValueType& type() const;
 };
 
+// A node's operands and output types, in memory from the node allocator.
+using ValueList = std::vector<Value, NodeAllocator<Value>>;
+using ValueTypes = std::vector<ValueType, NodeAllocator<ValueType>>;
+
 // Op attributes; their layout per op is written in op_list.def.
 struct Attrs {
   std::vector<int64_t> ints;
@@ -54,15 +59,15 @@ struct Attrs {
 
 class Node {
  public:
-  Node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs, Attrs attrs,
-       int device, std::shared_ptr<device::DeviceData> data);
+  Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
+       std::shared_ptr<device::DeviceData> data);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
   OpKind op() const { return op_; }
-  const std::vector<Value>& operands() const { return operands_; }
-  const std::vector<ValueType>& outputs() const { return outputs_; }
+  const ValueList& operands() const { return operands_; }
+  const ValueTypes& outputs() const { return outputs_; }
   const ValueType& output(uint32_t i) const { return outputs_[i]; }
   const Attrs& attrs() const { return attrs_; }
   int device() const { return device_; }
@@ -77,15 +82,14 @@ class Node {
  private:
   OpKind op_;
   int device_;
-  std::vector<Value> operands_;
-  std::vector<ValueType> outputs_;
+  ValueList operands_;
+  ValueTypes outputs_;
   Attrs attrs_;
   std::shared_ptr<device::DeviceData> data_;
   uint64_t hash_;
 };
 
-NodePtr make_node(OpKind op, std::vector<Value> operands, std::vector<ValueType> outputs,
-                  Attrs attrs, int device);
+NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device);
 NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device);
 
 // Hash mixing shared by nodes and graphs.

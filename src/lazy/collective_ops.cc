@@ -75,7 +75,7 @@ Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
 }
 
 std::vector<Tensor> record(OpKind op, std::span<const Tensor* const> inputs,
-                           std::vector<ir::ValueType> outputs, ir::CollectiveAttrs attrs) {
+                           ir::ValueTypes outputs, ir::CollectiveAttrs attrs) {
   attrs.token_operand = g_token_edges.load(std::memory_order_relaxed);
   outputs.push_back(ir::ValueType::token());
   return lazy::trace(op, inputs, std::move(outputs), ir::encode(attrs), attrs.token_operand);
@@ -123,7 +123,7 @@ std::vector<Tensor> all_reduce_list(ReduceType reduce, const std::vector<Tensor>
                                     double scale, const ReplicaGroups& groups) {
   const std::vector<const Tensor*> in = pointers(inputs);
   prepare("all_reduce", in, groups, false);
-  std::vector<ir::ValueType> outputs;
+  ir::ValueTypes outputs;
   for (const Tensor& t : inputs) {
     check_reduce("all_reduce", reduce, t.dtype(), scale);
     outputs.push_back({t.dtype(), t.shape()});
@@ -214,7 +214,7 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const 
   const Traced at = prepare("collective_broadcast", in, groups, false);
   ORDO_ARG_CHECK(root_ordinal >= 0 && root_ordinal < at.world, "collective_broadcast: root ",
                  root_ordinal, " does not exist (world size ", at.world, ")");
-  std::vector<ir::ValueType> outputs;
+  ir::ValueTypes outputs;
   for (const Tensor& t : tensors) outputs.push_back({t.dtype(), t.shape()});
   ir::CollectiveAttrs attrs;
   attrs.dim0 = root_ordinal;

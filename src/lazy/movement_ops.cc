@@ -105,7 +105,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   for (const Tensor& x : xs) cast_inputs.push_back(cast(x, type));
   inputs.clear();
   for (const Tensor& x : cast_inputs) inputs.push_back(&x);
-  std::vector<ir::ValueType> outputs{{type, std::move(out)}};
+  ir::ValueTypes outputs{{type, std::move(out)}};
   return lazy::trace(OpKind::kConcat, inputs, std::move(outputs), {{a}, {}, false}).front();
 }
 

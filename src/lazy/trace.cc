@@ -24,11 +24,11 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
 }
 
 std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
-                          std::vector<ir::ValueType> outputs, ir::Attrs attrs, bool chain_token) {
+                          ir::ValueTypes outputs, ir::Attrs attrs, bool chain_token) {
   const int device = inputs.front()->impl()->device;
   runtime::Runtime& rt = runtime::get();
   DeviceGraph& graph = rt.graph(device);
-  std::vector<ir::Value> operands;
+  ir::ValueList operands;
   operands.reserve(inputs.size() + 1);
   std::vector<Tensor> results;
   results.reserve(outputs.size());
@@ -57,7 +57,7 @@ std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
 
 Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::ValueType output,
               ir::Attrs attrs) {
-  std::vector<ir::ValueType> outputs;
+  ir::ValueTypes outputs;
   outputs.push_back(std::move(output));
   std::span<const Tensor* const> span(inputs.begin(), inputs.size());
   return std::move(trace(op, span, std::move(outputs), std::move(attrs)).front());

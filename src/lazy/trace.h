@@ -28,7 +28,7 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs);
 // operand, and its token output becomes the slot's new token, all under one
 // hold of the graph mutex.
 std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
-                          std::vector<ir::ValueType> outputs, ir::Attrs attrs = {},
+                          ir::ValueTypes outputs, ir::Attrs attrs = {},
                           bool chain_token = false);
 
 // The single-output form most builders use.
