@@ -8,8 +8,8 @@ namespace {
 
 constexpr size_t kGranule = 32;
 constexpr size_t kClasses = kMaxCachedBytes / kGranule;
-// Per class and thread: enough for the graphs of a few steps of a large
-// model, at most 2 MiB of blocks per thread.
+// Per class and thread: enough for the graph of a large step; at most
+// ~2.3 MiB of blocks per thread over all classes.
 constexpr size_t kMaxCachedBlocks = 2048;
 
 size_t class_of(size_t bytes) { return (bytes + kGranule - 1) / kGranule - 1; }

@@ -2,8 +2,8 @@
 // training loop builds the same few hundred small blocks every time and
 // frees them all at the graph cut; the C library's per-thread cache holds
 // only seven blocks of a size, so most of them took its slower shared path
-// (about a quarter of a cache-hit mark_step was freeing nodes). Here each
-// thread keeps freed blocks of a few size classes for its next step.
+// (freeing the IR was most of a cache-hit mark_step). Here each thread
+// keeps freed blocks of a few size classes for its next step.
 #pragma once
 
 #include <cstddef>
