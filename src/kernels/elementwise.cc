@@ -1,12 +1,15 @@
-// Elementwise kernels: unary ops, Cast, binary ops and Where. Each is a
-// functor handed to map_elementwise, which picks the cheapest loop the
-// operand shapes allow: one flat loop when every operand matches the output
-// or is a single element, else a broadcasting walk row by row.
+// Elementwise kernels: unary ops, Cast, binary ops and Where. Each op is a
+// functor, compiled per dtype into a row function (elementwise_rows.h). The
+// kernel picks the cheapest way to cover the output with rows: one row when
+// every operand matches the output or is a single element, else a
+// broadcasting walk row by row. Fused groups of elementwise ops
+// (kernels/fused.h) call the same row functions over tiles.
 #include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 
+#include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/strided_walk.h"
 
@@ -58,51 +61,6 @@ void map_row(Out* dst, int64_t n, const F& f, Operand<Ins>... src) {
     return;
   }
   for (int64_t i = 0; i < n; ++i) dst[i] = f(src.data[i * src.stride]...);
-}
-
-template <typename Out, typename... Ins, typename F, size_t... I>
-void map_elementwise_impl(const KernelArgs& args, const F& f, std::index_sequence<I...>) {
-  const device::Buffer& out = make_output(args);
-  Out* dst = out.mutable_data<Out>();
-  const std::array<const device::Buffer*, sizeof...(Ins)> in{args.inputs[I]...};
-  const bool flat = ((in[I]->numel == out.numel || in[I]->numel == 1) && ...);
-  if (flat) {
-    if (out.numel == 0) return;
-    map_row(dst, out.numel, f,
-            Operand<Ins>{in[I]->template data<Ins>(), in[I]->numel == out.numel ? 1 : 0}...);
-    return;
-  }
-  StridedWalk<sizeof...(Ins) + 1> walk{
-      out.shape, {contiguous_strides(out.shape), broadcast_strides(in[I]->shape, out.shape)...}};
-  for_each_row(walk, [&](const auto& offset, int64_t n, const auto& stride) {
-    map_row(dst + offset[0], n, f,
-            Operand<Ins>{in[I]->template data<Ins>() + offset[I + 1], stride[I + 1]}...);
-  });
-}
-
-// out = f(in0, in1, ...) with numpy broadcasting; Ins are the C++ types of
-// args.inputs in order, Out that of the output.
-template <typename Out, typename... Ins, typename F>
-void map_elementwise(const KernelArgs& args, const F& f) {
-  map_elementwise_impl<Out, Ins...>(args, f, std::index_sequence_for<Ins...>{});
-}
-
-// An op whose operands and result all have the output's dtype, one of Types.
-template <size_t kArity, typename Types, typename F>
-void map_same_type(const KernelArgs& args, Types types, const F& f) {
-  visit_dtype(types, args.output_types[0].dtype, [&]<typename T>(TypeTag<T>) {
-    if constexpr (kArity == 1) {
-      map_elementwise<T, T>(args, f);
-    } else {
-      map_elementwise<T, T, T>(args, f);
-    }
-  });
-}
-
-template <typename Compare>
-void map_compare(const KernelArgs& args, Compare compare) {
-  visit_dtype(AllTypes{}, args.inputs[0]->dtype,
-              [&]<typename T>(TypeTag<T>) { map_elementwise<bool, T, T>(args, compare); });
 }
 
 struct Negate {
@@ -188,161 +146,277 @@ To convert(From x) {
   }
 }
 
+template <typename To>
+struct Convert {
+  template <typename From>
+  To operator()(From x) const {
+    return convert<To>(x);
+  }
+};
+
+// Written so that NaN, which is not < 0, passes through.
+struct Relu {
+  template <typename T>
+  T operator()(T x) const {
+    return x < 0 ? T{0} : x;
+  }
+};
+
+struct Exp {
+  template <typename T>
+  T operator()(T x) const {
+    return std::exp(x);
+  }
+};
+
+struct Log {
+  template <typename T>
+  T operator()(T x) const {
+    return std::log(x);
+  }
+};
+
+struct Sqrt {
+  template <typename T>
+  T operator()(T x) const {
+    return std::sqrt(x);
+  }
+};
+
+struct Rsqrt {
+  template <typename T>
+  T operator()(T x) const {
+    return T{1} / std::sqrt(x);
+  }
+};
+
+struct Tanh {
+  template <typename T>
+  T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
+
+// exp(-x) overflowing to inf for very negative x still gives the right 0.
+struct Sigmoid {
+  template <typename T>
+  T operator()(T x) const {
+    return T{1} / (T{1} + std::exp(-x));
+  }
+};
+
+struct Select {
+  template <typename T>
+  T operator()(bool c, T a, T b) const {
+    return c ? a : b;
+  }
+};
+
+// The row function of F over dense operands of types Ins, into Out.
+template <typename F, typename Out, typename... Ins, size_t... I>
+void row_of(void* dst, int64_t n, const RowOperand* src, std::index_sequence<I...>) {
+  map_row(static_cast<Out*>(dst), n, F{},
+          Operand<Ins>{static_cast<const Ins*>(src[I].data), src[I].stride}...);
+}
+
+template <typename F, typename Out, typename... Ins>
+void row(void* dst, int64_t n, const RowOperand* src) {
+  row_of<F, Out, Ins...>(dst, n, src, std::index_sequence_for<Ins...>{});
+}
+
+// An op whose operands and result all have dtype, one of Types.
+template <size_t kArity, typename F, typename Types>
+RowFn same_type_row(Types types, DType dtype) {
+  RowFn fn = nullptr;
+  visit_dtype(types, dtype, [&]<typename T>(TypeTag<T>) {
+    if constexpr (kArity == 1) {
+      fn = &row<F, T, T>;
+    } else {
+      fn = &row<F, T, T, T>;
+    }
+  });
+  return fn;
+}
+
+template <typename Compare>
+RowFn compare_row(DType operand) {
+  RowFn fn = nullptr;
+  visit_dtype(AllTypes{}, operand, [&]<typename T>(TypeTag<T>) { fn = &row<Compare, bool, T, T>; });
+  return fn;
+}
+
+RowFn cast_row(DType from, DType to) {
+  RowFn fn = nullptr;
+  visit_dtype(AllTypes{}, from, [&]<typename From>(TypeTag<From>) {
+    visit_dtype(AllTypes{}, to, [&]<typename To>(TypeTag<To>) { fn = &row<Convert<To>, To, From>; });
+  });
+  return fn;
+}
+
+RowFn where_row(DType result) {
+  RowFn fn = nullptr;
+  visit_dtype(AllTypes{}, result, [&]<typename T>(TypeTag<T>) { fn = &row<Select, T, bool, T, T>; });
+  return fn;
+}
+
+// Covers the output with rows of fn: one row when the shapes allow it,
+// else one per innermost row of a broadcasting walk.
+template <size_t kArity>
+void run_rows(const KernelArgs& args, RowFn fn) {
+  const device::Buffer& out = make_output(args);
+  if (out.numel == 0) return;
+  std::array<const device::Buffer*, kArity> in;
+  std::array<RowOperand, kArity> operands;
+  bool flat = true;
+  for (size_t k = 0; k < kArity; ++k) {
+    in[k] = args.inputs[k];
+    flat = flat && (in[k]->numel == out.numel || in[k]->numel == 1);
+    operands[k] = {in[k]->storage.get(), in[k]->numel == out.numel ? 1 : 0};
+  }
+  if (flat) {
+    fn(out.storage.get(), out.numel, operands.data());
+    return;
+  }
+  StridedWalk<kArity + 1> walk{out.shape, {}};
+  walk.strides[0] = contiguous_strides(out.shape);
+  for (size_t k = 0; k < kArity; ++k) walk.strides[k + 1] = broadcast_strides(in[k]->shape, out.shape);
+  const size_t out_size = dtype_size(out.dtype);
+  for_each_row(walk, [&](const auto& offset, int64_t n, const auto& stride) {
+    std::array<RowOperand, kArity> row_operands;
+    for (size_t k = 0; k < kArity; ++k) {
+      row_operands[k] = {static_cast<const std::byte*>(in[k]->storage.get()) +
+                             offset[k + 1] * static_cast<int64_t>(dtype_size(in[k]->dtype)),
+                         stride[k + 1]};
+    }
+    fn(out.storage.get() + offset[0] * static_cast<int64_t>(out_size), n, row_operands.data());
+  });
+}
+
+template <ir::OpKind kOp>
+void run_elementwise(const KernelArgs& args) {
+  std::array<DType, 3> operand_dtypes{};
+  for (size_t k = 0; k < args.inputs.size() && k < operand_dtypes.size(); ++k) {
+    operand_dtypes[k] = args.inputs[k]->dtype;
+  }
+  const RowFn fn = row_fn(kOp, operand_dtypes[0], args.output_types[0].dtype);
+  switch (args.inputs.size()) {
+    case 1:
+      return run_rows<1>(args, fn);
+    case 2:
+      return run_rows<2>(args, fn);
+    case 3:
+      return run_rows<3>(args, fn);
+  }
+  throw_error<InternalError>(ir::op_name(kOp), " got ", args.inputs.size(), " inputs");
+}
+
 }  // namespace
 
 using ir::OpKind;
 
-template <>
-void run<OpKind::kNeg>(const KernelArgs& args) {
-  map_same_type<1>(args, NumericTypes{}, Negate{});
-}
-
-template <>
-void run<OpKind::kAbs>(const KernelArgs& args) {
-  map_same_type<1>(args, NumericTypes{}, Absolute{});
-}
-
-template <>
-void run<OpKind::kRelu>(const KernelArgs& args) {
-  // Written so that NaN, which is not < 0, passes through.
-  map_same_type<1>(args, NumericTypes{}, [](auto x) { return x < 0 ? decltype(x){0} : x; });
-}
-
-template <>
-void run<OpKind::kExp>(const KernelArgs& args) {
-  map_same_type<1>(args, FloatingTypes{}, [](auto x) { return std::exp(x); });
-}
-
-template <>
-void run<OpKind::kLog>(const KernelArgs& args) {
-  map_same_type<1>(args, FloatingTypes{}, [](auto x) { return std::log(x); });
-}
-
-template <>
-void run<OpKind::kSqrt>(const KernelArgs& args) {
-  map_same_type<1>(args, FloatingTypes{}, [](auto x) { return std::sqrt(x); });
-}
-
-template <>
-void run<OpKind::kRsqrt>(const KernelArgs& args) {
-  map_same_type<1>(args, FloatingTypes{}, [](auto x) { return decltype(x){1} / std::sqrt(x); });
-}
-
-template <>
-void run<OpKind::kTanh>(const KernelArgs& args) {
-  map_same_type<1>(args, FloatingTypes{}, [](auto x) { return std::tanh(x); });
-}
-
-template <>
-void run<OpKind::kSigmoid>(const KernelArgs& args) {
-  // exp(-x) overflowing to inf for very negative x still gives the right 0.
-  map_same_type<1>(args, FloatingTypes{}, [](auto x) {
-    using T = decltype(x);
-    return T{1} / (T{1} + std::exp(-x));
-  });
-}
-
-template <>
-void run<OpKind::kLogicalNot>(const KernelArgs& args) {
-  map_elementwise<bool, bool>(args, std::logical_not<>{});
+RowFn row_fn(OpKind op, DType operand, DType result) {
+  switch (op) {
+    case OpKind::kNeg:
+      return same_type_row<1, Negate>(NumericTypes{}, result);
+    case OpKind::kAbs:
+      return same_type_row<1, Absolute>(NumericTypes{}, result);
+    case OpKind::kRelu:
+      return same_type_row<1, Relu>(NumericTypes{}, result);
+    case OpKind::kExp:
+      return same_type_row<1, Exp>(FloatingTypes{}, result);
+    case OpKind::kLog:
+      return same_type_row<1, Log>(FloatingTypes{}, result);
+    case OpKind::kSqrt:
+      return same_type_row<1, Sqrt>(FloatingTypes{}, result);
+    case OpKind::kRsqrt:
+      return same_type_row<1, Rsqrt>(FloatingTypes{}, result);
+    case OpKind::kTanh:
+      return same_type_row<1, Tanh>(FloatingTypes{}, result);
+    case OpKind::kSigmoid:
+      return same_type_row<1, Sigmoid>(FloatingTypes{}, result);
+    case OpKind::kLogicalNot:
+      return &row<std::logical_not<>, bool, bool>;
+    case OpKind::kCast:
+      return cast_row(operand, result);
+    case OpKind::kAdd:
+      return same_type_row<2, Wrapping<std::plus<>>>(NumericTypes{}, result);
+    case OpKind::kSub:
+      return same_type_row<2, Wrapping<std::minus<>>>(NumericTypes{}, result);
+    case OpKind::kMul:
+      return same_type_row<2, Wrapping<std::multiplies<>>>(NumericTypes{}, result);
+    case OpKind::kDiv:
+      return same_type_row<2, std::divides<>>(FloatingTypes{}, result);
+    case OpKind::kPow:
+      return same_type_row<2, Power>(NumericTypes{}, result);
+    case OpKind::kMaximum:
+      return same_type_row<2, Extreme<std::greater<>>>(AllTypes{}, result);
+    case OpKind::kMinimum:
+      return same_type_row<2, Extreme<std::less<>>>(AllTypes{}, result);
+    case OpKind::kEq:
+      return compare_row<std::equal_to<>>(operand);
+    case OpKind::kNe:
+      return compare_row<std::not_equal_to<>>(operand);
+    case OpKind::kLt:
+      return compare_row<std::less<>>(operand);
+    case OpKind::kLe:
+      return compare_row<std::less_equal<>>(operand);
+    case OpKind::kGt:
+      return compare_row<std::greater<>>(operand);
+    case OpKind::kGe:
+      return compare_row<std::greater_equal<>>(operand);
+    case OpKind::kLogicalAnd:
+      return &row<std::logical_and<>, bool, bool, bool>;
+    case OpKind::kLogicalOr:
+      return &row<std::logical_or<>, bool, bool, bool>;
+    case OpKind::kWhere:
+      return where_row(result);
+    default:
+      return nullptr;
+  }
 }
 
 template <>
 void run<OpKind::kCast>(const KernelArgs& args) {
   const device::Buffer& in = *args.inputs[0];
-  const DType to = args.output_types[0].dtype;
-  if (in.dtype == to) {
+  if (in.dtype == args.output_types[0].dtype) {
     // Buffers are immutable once written, so the result can share storage.
     args.outputs[0] = device::view_buffer(in, args.output_types[0].shape);
     return;
   }
-  visit_dtype(AllTypes{}, in.dtype, [&]<typename From>(TypeTag<From>) {
-    visit_dtype(AllTypes{}, to, [&]<typename To>(TypeTag<To>) {
-      map_elementwise<To, From>(args, [](From x) { return convert<To>(x); });
-    });
-  });
+  run_elementwise<OpKind::kCast>(args);
 }
 
-template <>
-void run<OpKind::kAdd>(const KernelArgs& args) {
-  map_same_type<2>(args, NumericTypes{}, Wrapping<std::plus<>>{});
-}
-
-template <>
-void run<OpKind::kSub>(const KernelArgs& args) {
-  map_same_type<2>(args, NumericTypes{}, Wrapping<std::minus<>>{});
-}
-
-template <>
-void run<OpKind::kMul>(const KernelArgs& args) {
-  map_same_type<2>(args, NumericTypes{}, Wrapping<std::multiplies<>>{});
-}
-
-template <>
-void run<OpKind::kDiv>(const KernelArgs& args) {
-  map_same_type<2>(args, FloatingTypes{}, std::divides<>{});
-}
-
-template <>
-void run<OpKind::kPow>(const KernelArgs& args) {
-  map_same_type<2>(args, NumericTypes{}, Power{});
-}
-
-template <>
-void run<OpKind::kMaximum>(const KernelArgs& args) {
-  map_same_type<2>(args, AllTypes{}, Extreme<std::greater<>>{});
-}
-
-template <>
-void run<OpKind::kMinimum>(const KernelArgs& args) {
-  map_same_type<2>(args, AllTypes{}, Extreme<std::less<>>{});
-}
-
-template <>
-void run<OpKind::kEq>(const KernelArgs& args) {
-  map_compare(args, std::equal_to<>{});
-}
-
-template <>
-void run<OpKind::kNe>(const KernelArgs& args) {
-  map_compare(args, std::not_equal_to<>{});
-}
-
-template <>
-void run<OpKind::kLt>(const KernelArgs& args) {
-  map_compare(args, std::less<>{});
-}
-
-template <>
-void run<OpKind::kLe>(const KernelArgs& args) {
-  map_compare(args, std::less_equal<>{});
-}
-
-template <>
-void run<OpKind::kGt>(const KernelArgs& args) {
-  map_compare(args, std::greater<>{});
-}
-
-template <>
-void run<OpKind::kGe>(const KernelArgs& args) {
-  map_compare(args, std::greater_equal<>{});
-}
-
-template <>
-void run<OpKind::kLogicalAnd>(const KernelArgs& args) {
-  map_elementwise<bool, bool, bool>(args, std::logical_and<>{});
-}
-
-template <>
-void run<OpKind::kLogicalOr>(const KernelArgs& args) {
-  map_elementwise<bool, bool, bool>(args, std::logical_or<>{});
-}
-
-template <>
-void run<OpKind::kWhere>(const KernelArgs& args) {
-  visit_dtype(AllTypes{}, args.output_types[0].dtype, [&]<typename T>(TypeTag<T>) {
-    map_elementwise<T, bool, T, T>(args, [](bool c, T a, T b) { return c ? a : b; });
-  });
-}
+#define ORDO_ELEMENTWISE_KERNEL(name)                  \
+  template <>                                          \
+  void run<OpKind::k##name>(const KernelArgs& args) {  \
+    run_elementwise<OpKind::k##name>(args);            \
+  }
+ORDO_ELEMENTWISE_KERNEL(Neg)
+ORDO_ELEMENTWISE_KERNEL(Abs)
+ORDO_ELEMENTWISE_KERNEL(Relu)
+ORDO_ELEMENTWISE_KERNEL(Exp)
+ORDO_ELEMENTWISE_KERNEL(Log)
+ORDO_ELEMENTWISE_KERNEL(Sqrt)
+ORDO_ELEMENTWISE_KERNEL(Rsqrt)
+ORDO_ELEMENTWISE_KERNEL(Tanh)
+ORDO_ELEMENTWISE_KERNEL(Sigmoid)
+ORDO_ELEMENTWISE_KERNEL(LogicalNot)
+ORDO_ELEMENTWISE_KERNEL(Add)
+ORDO_ELEMENTWISE_KERNEL(Sub)
+ORDO_ELEMENTWISE_KERNEL(Mul)
+ORDO_ELEMENTWISE_KERNEL(Div)
+ORDO_ELEMENTWISE_KERNEL(Pow)
+ORDO_ELEMENTWISE_KERNEL(Maximum)
+ORDO_ELEMENTWISE_KERNEL(Minimum)
+ORDO_ELEMENTWISE_KERNEL(Eq)
+ORDO_ELEMENTWISE_KERNEL(Ne)
+ORDO_ELEMENTWISE_KERNEL(Lt)
+ORDO_ELEMENTWISE_KERNEL(Le)
+ORDO_ELEMENTWISE_KERNEL(Gt)
+ORDO_ELEMENTWISE_KERNEL(Ge)
+ORDO_ELEMENTWISE_KERNEL(LogicalAnd)
+ORDO_ELEMENTWISE_KERNEL(LogicalOr)
+ORDO_ELEMENTWISE_KERNEL(Where)
+#undef ORDO_ELEMENTWISE_KERNEL
 
 }  // namespace ordo::kernels
