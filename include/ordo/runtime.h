@@ -70,9 +70,12 @@ enum class ScheduleMode { kDefault, kRandom };
 struct ScheduleOptions {
   ScheduleMode mode = ScheduleMode::kDefault;
   uint64_t seed = 0;  // kRandom: the seed of every choice among ready nodes
+  // Runs of elementwise ops of one shape, next to each other in the order,
+  // run as one step, tile by tile. Results are bitwise the same either way.
+  bool fuse_elementwise = true;
 };
-// How the device's future graphs are ordered. Plans are cached per
-// (graph, schedule), so changing it compiles anew.
+// How the device's future graphs are ordered and compiled. Plans are cached
+// per (graph, options), so changing them compiles anew.
 void set_schedule(int device, ScheduleOptions options);
 
 }  // namespace ordo

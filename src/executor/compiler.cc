@@ -3,6 +3,8 @@
 #include <limits>
 #include <random>
 
+#include "executor/fusion.h"
+
 namespace ordo::executor {
 namespace {
 
@@ -70,34 +72,59 @@ std::vector<int32_t> schedule(const LoweredGraph& graph, const ScheduleOptions& 
   return order;
 }
 
+namespace {
+
+// The units in run order: fused groups where options allow, else one node
+// per step.
+std::vector<PlanUnit> units_of(const LoweredGraph& graph, const ScheduleOptions& options) {
+  std::vector<int32_t> order = schedule(graph, options);
+  if (options.fuse_elementwise) return fuse_elementwise(graph, std::move(order));
+  std::vector<PlanUnit> units;
+  units.reserve(order.size());
+  for (int32_t position : order) units.push_back({{position}, {}, {}, nullptr});
+  return units;
+}
+
+}  // namespace
+
 std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
                                              const ScheduleOptions& options) {
   auto plan = std::make_shared<ExecutionPlan>();
   plan->graph_hash = graph.hash;
-  std::vector<int32_t> first_slot(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    first_slot[i] = plan->num_slots;
-    plan->num_slots += static_cast<int32_t>(graph.nodes[i]->outputs().size());
+  const std::vector<PlanUnit> units = units_of(graph, options);
+  // Slots: parameters first, then each step's outputs, consecutive. The
+  // values inside a fused group live in its registers and have none.
+  std::vector<int32_t> first_slot(graph.nodes.size(), -1);
+  for (int32_t parameter : graph.parameters) {
+    first_slot[parameter] = plan->num_slots++;
+    plan->parameter_slots.push_back(first_slot[parameter]);
   }
-  for (int32_t parameter : graph.parameters) plan->parameter_slots.push_back(first_slot[parameter]);
-  for (const NodeOutput& root : graph.roots) {
-    plan->result_slots.push_back(first_slot[root.node] + static_cast<int32_t>(root.index));
-  }
-  for (int32_t position : schedule(graph, options)) {
-    const ir::Node* node = graph.nodes[position];
-    PlanStep step{node->op(),
-                  kernels::kernel_for(node->op()),
-                  node->attrs(),
-                  {node->outputs().begin(), node->outputs().end()},
-                  {},
-                  first_slot[position],
-                  {},
-                  position};
-    for (const ir::Value& v : node->operands()) {
-      step.input_slots.push_back(first_slot[graph.position(v.node.get())] + static_cast<int32_t>(v.index));
+  auto slot_of = [&](int32_t position, uint32_t index) {
+    return first_slot[position] + static_cast<int32_t>(index);
+  };
+  for (const PlanUnit& unit : units) {
+    const ir::Node* first = graph.nodes[unit.nodes.front()];
+    PlanStep step{first->op(), nullptr, unit.program, {}, {}, {}, plan->num_slots, {},
+                  unit.nodes.front(), unit.nodes.back()};
+    if (unit.program) {
+      for (int32_t member : unit.outputs) {
+        first_slot[member] = plan->num_slots++;
+        step.output_types.push_back(graph.nodes[member]->output(0));
+      }
+      for (const NodeOutput& input : unit.inputs) step.input_slots.push_back(slot_of(input.node, input.index));
+    } else {
+      step.kernel = kernels::kernel_for(first->op());
+      step.attrs = first->attrs();
+      step.output_types.assign(first->outputs().begin(), first->outputs().end());
+      first_slot[unit.nodes.front()] = plan->num_slots;
+      plan->num_slots += static_cast<int32_t>(first->outputs().size());
+      for (const ir::Value& v : first->operands()) {
+        step.input_slots.push_back(slot_of(graph.position(v.node.get()), v.index));
+      }
     }
     plan->steps.push_back(std::move(step));
   }
+  for (const NodeOutput& root : graph.roots) plan->result_slots.push_back(slot_of(root.node, root.index));
   std::vector<int32_t> last_use = last_uses(*plan);
   for (int32_t slot = 0; slot < plan->num_slots; ++slot) {
     if (last_use[slot] >= 0 && last_use[slot] < static_cast<int32_t>(plan->steps.size())) {

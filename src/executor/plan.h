@@ -8,20 +8,23 @@
 #include <vector>
 
 #include "ir/node.h"
+#include "kernels/fused.h"
 #include "kernels/kernel.h"
 #include "ordo/runtime.h"
 
 namespace ordo::executor {
 
 struct PlanStep {
-  ir::OpKind op;
-  kernels::KernelFn kernel;
+  ir::OpKind op;                // a fused step's first op
+  kernels::KernelFn kernel;     // null for a fused step
+  std::shared_ptr<const kernels::FusedProgram> fused;
   ir::Attrs attrs;
   std::vector<ir::ValueType> output_types;
   std::vector<int32_t> input_slots;
   int32_t first_output_slot;
   std::vector<int32_t> release_slots;  // dead once this step ran
   int32_t node;                        // post-order position, for messages
+  int32_t last_node;                   // of a fused step's last op
 };
 
 struct ExecutionPlan {

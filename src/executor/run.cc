@@ -10,8 +10,13 @@ using Slots = std::vector<std::shared_ptr<const device::Buffer>>;
 
 device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, int ordinal,
                              ErrorCode code, const char* what) {
-  return {code, str_cat(ir::op_name(step.op), " (node %", step.node, " of graph ", std::hex,
-                        plan.graph_hash, std::dec, ") failed on device ", ordinal, ": ", what)};
+  const std::string op = step.fused ? str_cat("fused elementwise ops (", step.fused->code.size(),
+                                              " of them, from ", ir::op_name(step.op), ")")
+                                    : std::string(ir::op_name(step.op));
+  const std::string nodes = step.fused ? str_cat("nodes %", step.node, "..%", step.last_node)
+                                       : str_cat("node %", step.node);
+  return {code, str_cat(op, " (", nodes, " of graph ", std::hex, plan.graph_hash, std::dec,
+                        ") failed on device ", ordinal, ": ", what)};
 }
 
 // Runs the steps; returns the index of the step that failed (setting
@@ -27,7 +32,11 @@ size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device
     std::span<std::shared_ptr<const device::Buffer>> outputs(&slots[step.first_output_slot],
                                                               step.output_types.size());
     try {
-      step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator()});
+      if (step.fused) {
+        kernels::run_fused(*step.fused, inputs, step.output_types, outputs);
+      } else {
+        step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator()});
+      }
     } catch (const Error& e) {
       failure = step_failure(plan, step, ordinal, e.code(), e.what());
       return s;

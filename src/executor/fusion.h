@@ -1,0 +1,29 @@
+// Elementwise fusion, a compiler pass: runs of elementwise ops of one shape
+// that are next to each other in the schedule become one step, which runs
+// them tile by tile (kernels/fused.h). A run never reorders anything, so
+// every edge the schedule honours stays honoured.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "executor/lowering.h"
+#include "kernels/fused.h"
+
+namespace ordo::executor {
+
+// One step of a plan, before slots are assigned: one node, or a fused group.
+struct PlanUnit {
+  std::vector<int32_t> nodes;  // post-order positions in run order; one unless fused
+  // Fused groups only:
+  std::vector<NodeOutput> inputs;   // values from outside the group, in program order
+  std::vector<int32_t> outputs;     // members whose value is used outside the group
+  std::shared_ptr<const kernels::FusedProgram> program;
+};
+
+// Operand-less steps (constants) move to the front, so that they do not
+// split runs; then each run of two or more fusible nodes of one shape
+// becomes a group.
+std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<int32_t> order);
+
+}  // namespace ordo::executor

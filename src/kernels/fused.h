@@ -1,0 +1,52 @@
+// A fused group of elementwise ops: one step that runs several ops of the
+// same shape tile by tile, so that the values passed between them live in
+// a few cache-sized registers instead of full buffers, and memory is read
+// and written once per group instead of once per op.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "device/buffer.h"
+#include "ir/node.h"
+#include "kernels/elementwise_rows.h"
+
+namespace ordo::kernels {
+
+// Where an instruction reads or writes a value: an input of the group, a
+// register (this tile of an intermediate value) or an output of the group.
+struct FusedRef {
+  enum class Kind : uint8_t { kInput, kRegister, kOutput };
+  Kind kind;
+  int32_t index;
+  DType dtype;
+};
+
+struct FusedInstruction {
+  RowFn fn;
+  int32_t arity;
+  std::array<FusedRef, 3> operands;
+  FusedRef result;
+};
+
+struct FusedProgram {
+  int64_t numel = 0;  // of every value in the group
+  std::vector<FusedInstruction> code;
+  // Per group input: whether it is one element read for every position.
+  std::vector<bool> input_is_scalar;
+  int32_t num_registers = 0;
+};
+
+// Elements per tile: a register holds at most 8 KiB, well inside L1 with a
+// few live at once.
+inline constexpr int64_t kFusedTile = 1024;
+
+// Runs program over inputs (in group-input order) and fills outputs, whose
+// types the compiler recorded in output_types.
+void run_fused(const FusedProgram& program, std::span<const device::Buffer* const> inputs,
+               const std::vector<ir::ValueType>& output_types,
+               std::span<std::shared_ptr<const device::Buffer>> outputs);
+
+}  // namespace ordo::kernels

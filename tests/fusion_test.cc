@@ -1,0 +1,191 @@
+// Elementwise fusion: which ops become one step, and that fused plans give
+// bitwise the results of one kernel per op, over dtypes, scalars, values
+// that leave a group, sizes around the tile and random graphs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <type_traits>
+
+#include "executor/compiler.h"
+#include "executor/lowering.h"
+#include "lazy/tensor_impl.h"
+#include "runtime/runtime.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using FusionTest = testing::OneDeviceTest;
+
+// The plan the default options compile for the graph of tensors.
+std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>& tensors,
+                                                        ScheduleOptions options = {}) {
+  auto& graph = runtime::get().graph(0);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  std::vector<ir::Value> roots;
+  for (const Tensor& t : tensors) roots.push_back(t.impl()->value);
+  return executor::compile(executor::lower(roots), options);
+}
+
+// Runs make() with fusion off, then on, and expects bitwise equal results.
+template <typename T, typename Make>
+void expect_same_fused(const Make& make) {
+  set_schedule(0, {ScheduleMode::kDefault, 0, false});
+  const std::vector<T> unfused = make().template to_vector<T>();
+  set_schedule(0, {});
+  const std::vector<T> fused = make().template to_vector<T>();
+  ASSERT_EQ(fused.size(), unfused.size());
+  if constexpr (std::is_same_v<T, bool>) {
+    EXPECT_EQ(fused, unfused);
+  } else {  // bitwise: NaN results must match too
+    EXPECT_EQ(0, std::memcmp(fused.data(), unfused.data(), fused.size() * sizeof(T)));
+  }
+}
+
+TEST_F(FusionTest, AChainOfElementwiseOpsIsOneStep) {
+  Tensor x = rand_uniform({3000}, 1);
+  Tensor y = x;
+  for (int i = 0; i < 20; ++i) y = i % 2 ? tanh(y) : y * 0.5 + x;
+  const auto plan = plan_of({y});
+  // The scalar constants run first, then one fused step for the 40 ops.
+  size_t fused_steps = 0;
+  for (const executor::PlanStep& step : plan->steps) {
+    if (!step.fused) {
+      EXPECT_EQ(step.op, ir::OpKind::kFull);
+      continue;
+    }
+    ++fused_steps;
+    EXPECT_EQ(step.fused->code.size(), 30u);  // 10 tanh, 10 mul, 10 add
+    EXPECT_LE(step.fused->num_registers, 2);   // intermediates reuse registers
+    EXPECT_EQ(step.output_types.size(), 1u);   // only y leaves the group
+  }
+  EXPECT_EQ(fused_steps, 1u);
+  const auto unfused = plan_of({y}, {ScheduleMode::kDefault, 0, false});
+  for (const executor::PlanStep& step : unfused->steps) EXPECT_FALSE(step.fused);
+}
+
+TEST_F(FusionTest, OtherOpsAndOtherShapesSplitGroups) {
+  Tensor x = rand_uniform({4, 8}, 2);
+  Tensor a = exp(x) * 2.0;                // group 1: [4, 8]
+  Tensor s = sum(a, {1});                 // not elementwise
+  Tensor b = sqrt(s) + 1.0;               // group 2: [4]
+  Tensor c = matmul(x, transpose(x, 0, 1));
+  const auto plan = plan_of({b, c});
+  std::vector<size_t> group_sizes;
+  for (const executor::PlanStep& step : plan->steps) {
+    if (step.fused) group_sizes.push_back(step.fused->code.size());
+  }
+  EXPECT_EQ(group_sizes, (std::vector<size_t>{2, 2}));
+}
+
+TEST_F(FusionTest, ValuesUsedOutsideTheGroupAreItsOutputs) {
+  expect_same_fused<float>([] {
+    Tensor x = rand_uniform({1500}, 3);
+    Tensor a = x * 3.0 - 1.0;  // read by the reduction below and kept
+    Tensor b = relu(a) + x;
+    Tensor total = sum(a);
+    mark_step();
+    EXPECT_EQ(b.to_vector<float>().size(), 1500u);
+    return b * total;  // broadcast against a 0-d result: fusible as a scalar
+  });
+  Tensor x = rand_uniform({1500}, 3);
+  Tensor a = x * 3.0 - 1.0;
+  Tensor b = relu(a) + x;
+  Tensor total = sum(a);
+  const auto plan = plan_of({a, b, total});
+  for (const executor::PlanStep& step : plan->steps) {
+    if (step.fused) {
+      EXPECT_EQ(step.output_types.size(), 2u);  // a and b
+    }
+  }
+}
+
+TEST_F(FusionTest, SizesAroundTheTileAndEveryDtype) {
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1023}, int64_t{1024}, int64_t{1025}, int64_t{5000}}) {
+    SCOPED_TRACE(n);
+    expect_same_fused<float>([n] {
+      Tensor x = rand_normal({n}, 4);
+      return sigmoid(abs(x) * x - rsqrt(abs(x) + 1.0)) / 3.0;
+    });
+    expect_same_fused<double>([n] {
+      Tensor x = cast(rand_normal({n}, 5), DType::kFloat64);
+      return log(exp(x) + 2.0) * maximum(x, -x);
+    });
+    expect_same_fused<int64_t>([n] {
+      Tensor i = cast(rand_uniform({n}, 6, -1000, 1000), DType::kInt64);
+      return pow(abs(i - 3), full({}, 2, DType::kInt64)) * i + minimum(i, -i);
+    });
+    expect_same_fused<int32_t>([n] {
+      Tensor i = cast(rand_uniform({n}, 7, -50, 50), DType::kInt32);
+      Tensor picked = where(logical_and(gt(i, full({}, 0, DType::kInt32)), ne(i, full({}, 7, DType::kInt32))),
+                            i * 2, -i);
+      return cast(cast(picked, DType::kFloat32) * 0.5, DType::kInt32);
+    });
+    expect_same_fused<bool>([n] {
+      Tensor x = rand_uniform({n}, 8);
+      return logical_or(logical_not(lt(x, full({}, 0.25, DType::kFloat32))), ge(x * x, full({}, 0.9, DType::kFloat32)));
+    });
+  }
+}
+
+TEST_F(FusionTest, ZeroSizeTensorsAreNotFused) {
+  Tensor x = zeros({0, 3});
+  Tensor y = exp(x) + 1.0;
+  const auto plan = plan_of({y});
+  for (const executor::PlanStep& step : plan->steps) EXPECT_FALSE(step.fused);
+  EXPECT_EQ(y.numel(), 0);
+  EXPECT_TRUE(y.to_vector<float>().empty());
+}
+
+// Random graphs over a pool of values: unary and binary ops, scalars,
+// compare-and-select, with several roots, compared fused against unfused.
+Tensor random_graph(uint64_t seed, std::vector<Tensor>& roots) {
+  std::mt19937_64 rng(seed);
+  Tensor x = rand_uniform({777}, seed, -2, 2);
+  std::vector<Tensor> pool{x, rand_uniform({777}, seed + 1, -2, 2)};
+  auto pick = [&] { return pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)]; };
+  for (int i = 0; i < 40; ++i) {
+    const Tensor a = pick(), b = pick();
+    switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
+      case 0: pool.push_back(tanh(a)); break;
+      case 1: pool.push_back(a * b); break;
+      case 2: pool.push_back(a - b * 0.5); break;
+      case 3: pool.push_back(where(gt(a, b), a, b * 2.0)); break;
+      case 4: pool.push_back(maximum(a, b) + 1.0); break;
+      case 5: pool.push_back(sum(a) * b); break;  // a reduction splits a run
+      default: pool.push_back(neg(relu(a))); break;
+    }
+    if (i % 9 == 0) roots.push_back(pool.back());
+  }
+  return pool.back();
+}
+
+TEST_F(FusionTest, RandomGraphsGiveBitwiseTheSameResults) {
+  for (uint64_t seed = 1; seed <= 25; ++seed) {
+    SCOPED_TRACE(seed);
+    std::vector<std::vector<float>> results[2];
+    for (bool fuse : {false, true}) {
+      set_schedule(0, {ScheduleMode::kDefault, 0, fuse});
+      std::vector<Tensor> roots;
+      roots.push_back(random_graph(seed, roots));
+      mark_step();
+      for (const Tensor& root : roots) results[fuse].push_back(root.to_vector<float>());
+    }
+    EXPECT_EQ(results[0], results[1]);
+  }
+}
+
+TEST_F(FusionTest, RandomSchedulesFuseToo) {
+  std::vector<Tensor> roots;
+  const std::vector<float> expected = random_graph(99, roots).to_vector<float>();
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    set_schedule(0, {ScheduleMode::kRandom, seed, true});
+    roots.clear();
+    EXPECT_EQ(random_graph(99, roots).to_vector<float>(), expected) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace ordo
