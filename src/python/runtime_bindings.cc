@@ -31,11 +31,11 @@ void bind_runtime(py::module_& m) {
     return d;
   });
   m.def("reset_compile_cache", &reset_compile_cache, py::arg("capacity") = 1024);
-  m.def("set_schedule", [](int device, const std::string& mode, uint64_t seed) {
+  m.def("set_schedule", [](int device, const std::string& mode, uint64_t seed, bool fuse_elementwise) {
     ORDO_ARG_CHECK(mode == "default" || mode == "random", "set_schedule: mode must be 'default' or 'random', got '",
                    mode, "'");
-    set_schedule(device, {mode == "random" ? ScheduleMode::kRandom : ScheduleMode::kDefault, seed});
-  });
+    set_schedule(device, {mode == "random" ? ScheduleMode::kRandom : ScheduleMode::kDefault, seed, fuse_elementwise});
+  }, py::arg("device"), py::arg("mode"), py::arg("seed") = 0, py::arg("fuse_elementwise") = true);
 
   m.def("all_reduce", [](const std::string& reduce, const Tensor& x, double scale,
                          const std::optional<ReplicaGroups>& groups) {

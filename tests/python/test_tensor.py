@@ -371,6 +371,20 @@ def test_the_same_step_twice_reuses_the_compiled_graph():
     assert after["misses"] == before["misses"]
 
 
+def test_fused_and_unfused_plans_give_bitwise_the_same_values():
+    def step():
+        x = ordo.tensor(A)
+        return ordo.sigmoid(ordo.tanh(x * 1.5 - 0.25) + x) / 3.0
+
+    results = []
+    for fuse in (False, True):
+        ordo._C.set_schedule(0, "default", fuse_elementwise=fuse)
+        results.append(step().numpy())
+    ordo._C.set_schedule(0, "default")
+    assert results[0].tobytes() == results[1].tobytes()
+    np.testing.assert_allclose(results[1], 1 / (1 + np.exp(-(np.tanh(A * 1.5 - 0.25) + A))) / 3.0, rtol=1e-6)
+
+
 def test_a_failure_at_run_time_is_an_execution_error_naming_the_op():
     x = ordo.ones(3)
     ordo.mark_step()
