@@ -157,5 +157,28 @@ TEST_F(ConcurrencyTest, TensorsDieWhileAnotherThreadCutsTheGraph) {
   }
 }
 
+TEST_F(ConcurrencyTest, TensorsMayDieWhileTheRuntimeShutsDown) {
+  // A dying pending tensor unlinks itself from its device's pending list:
+  // the list must outlive the runtime, which another thread shuts down.
+  for (int round = 0; round < 5; ++round) {
+    std::vector<Tensor> held;
+    for (int i = 0; i < 2000; ++i) held.push_back(full({2}, i, DType::kInt32) + 1);
+    std::atomic<bool> go{false};
+    std::thread dropper([&] {
+      while (!go) {
+      }
+      held.clear();
+    });
+    go = true;
+    shutdown();
+    dropper.join();
+    // A new runtime reuses the lists.
+    init(4);
+    Tensor fresh = full({2}, 5, DType::kInt32) * 2;
+    mark_step();
+    EXPECT_EQ(fresh.to_vector<int32_t>(), (std::vector<int32_t>{10, 10}));
+  }
+}
+
 }  // namespace
 }  // namespace ordo

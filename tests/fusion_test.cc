@@ -119,8 +119,8 @@ TEST_F(FusionTest, SizesAroundTheTileAndEveryDtype) {
     });
     expect_same_fused<int32_t>([n] {
       Tensor i = cast(rand_uniform({n}, 7, -50, 50), DType::kInt32);
-      Tensor picked = where(logical_and(gt(i, full({}, 0, DType::kInt32)), ne(i, full({}, 7, DType::kInt32))),
-                            i * 2, -i);
+      Tensor positive = gt(i, full({}, 0, DType::kInt32));
+      Tensor picked = where(logical_and(positive, ne(i, full({}, 7, DType::kInt32))), i * 2, -i);
       return cast(cast(picked, DType::kFloat32) * 0.5, DType::kInt32);
     });
     expect_same_fused<bool>([n] {

@@ -48,7 +48,9 @@ CompileCache& compile_cache() {
 
 uint64_t cache_key(uint64_t graph_hash, const ScheduleOptions& options) {
   uint64_t key = graph_hash;
-  if (options.mode == ScheduleMode::kRandom) key = ir::hash_mix(ir::hash_mix(key, 0x52414E44ull), options.seed);
+  if (options.mode == ScheduleMode::kRandom) {
+    key = ir::hash_mix(ir::hash_mix(key, 0x52414E44ull), options.seed);
+  }
   if (!options.fuse_elementwise) key = ir::hash_mix(key, 0x4E4F4655ull);
   return key;
 }

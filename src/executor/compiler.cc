@@ -104,14 +104,24 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
   };
   for (const PlanUnit& unit : units) {
     const ir::Node* first = graph.nodes[unit.nodes.front()];
-    PlanStep step{first->op(), nullptr, unit.program, {}, {}, {}, plan->num_slots, {},
-                  unit.nodes.front(), unit.nodes.back()};
+    PlanStep step{.op = first->op(),
+                  .kernel = nullptr,
+                  .fused = unit.program,
+                  .attrs = {},
+                  .output_types = {},
+                  .input_slots = {},
+                  .first_output_slot = plan->num_slots,
+                  .release_slots = {},
+                  .node = unit.nodes.front(),
+                  .last_node = unit.nodes.back()};
     if (unit.program) {
       for (int32_t member : unit.outputs) {
         first_slot[member] = plan->num_slots++;
         step.output_types.push_back(graph.nodes[member]->output(0));
       }
-      for (const NodeOutput& input : unit.inputs) step.input_slots.push_back(slot_of(input.node, input.index));
+      for (const NodeOutput& input : unit.inputs) {
+        step.input_slots.push_back(slot_of(input.node, input.index));
+      }
     } else {
       step.kernel = kernels::kernel_for(first->op());
       step.attrs = first->attrs();

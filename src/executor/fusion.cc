@@ -1,9 +1,12 @@
 #include "executor/fusion.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace ordo::executor {
 namespace {
+
+using kernels::FusedRef;
 
 // An elementwise node whose operands all have its shape or one element.
 bool fusible(const ir::Node& node) {
@@ -15,6 +18,12 @@ bool fusible(const ir::Node& node) {
     if (in.is_token || (in.shape != out.shape && shape_numel(in.shape) != 1)) return false;
   }
   return kernels::row_fn(node.op(), node.operands()[0].type().dtype, out.dtype) != nullptr;
+}
+
+// A constant of one element (the scalars of `x * 2.0`): moving it to the
+// front of the order costs no memory and keeps it from splitting a run.
+bool is_scalar_constant(const ir::Node& node) {
+  return node.operands().empty() && node.outputs().size() == 1 && shape_numel(node.output(0).shape) <= 1;
 }
 
 std::vector<std::vector<int32_t>> runs_of(const LoweredGraph& graph, const std::vector<int32_t>& order) {
@@ -30,82 +39,103 @@ std::vector<std::vector<int32_t>> runs_of(const LoweredGraph& graph, const std::
   return runs;
 }
 
-// The program of one group; fills unit.inputs as it meets them.
-// used_outside[p]: node p's value is read outside its group or is a root.
-std::shared_ptr<const kernels::FusedProgram> build_program(const LoweredGraph& graph, PlanUnit& unit,
-                                                           const std::vector<bool>& used_outside) {
-  auto program = std::make_shared<kernels::FusedProgram>();
-  program->numel = shape_numel(graph.nodes[unit.nodes.front()]->output(0).shape);
-  const size_t size = unit.nodes.size();
-  // Member index by post-order position, and each member's last reader.
-  std::vector<int32_t> member_of(graph.nodes.size(), -1);
-  for (size_t m = 0; m < size; ++m) member_of[unit.nodes[m]] = static_cast<int32_t>(m);
-  std::vector<size_t> last_read(size, 0);
-  for (size_t m = 0; m < size; ++m) {
-    for (const ir::Value& v : graph.nodes[unit.nodes[m]]->operands()) {
-      const int32_t producer = member_of[graph.position(v.node.get())];
-      if (producer >= 0) last_read[producer] = m;
+// Builds the programs of a graph's groups, one after another, with scratch
+// sized once for the graph.
+class ProgramBuilder {
+ public:
+  // used_outside[p]: node p's value is read outside its group or is a root.
+  ProgramBuilder(const LoweredGraph& graph, std::vector<bool> used_outside)
+      : graph_(graph), used_outside_(std::move(used_outside)), member_of_(graph.nodes.size(), -1) {}
+
+  // The program of unit's group; fills unit.inputs and unit.outputs.
+  std::shared_ptr<const kernels::FusedProgram> build(PlanUnit& unit) {
+    auto program = std::make_shared<kernels::FusedProgram>();
+    program->numel = shape_numel(graph_.nodes[unit.nodes.front()]->output(0).shape);
+    const size_t size = unit.nodes.size();
+    for (size_t m = 0; m < size; ++m) member_of_[unit.nodes[m]] = static_cast<int32_t>(m);
+    // Each member's last reader in the group.
+    std::vector<size_t> last_read(size, 0);
+    for (size_t m = 0; m < size; ++m) {
+      for (const ir::Value& v : node(unit, m).operands()) {
+        if (const int32_t producer = member_of_[graph_.position(v.node.get())]; producer >= 0) {
+          last_read[producer] = m;
+        }
+      }
     }
+    refs_.assign(size, {});
+    free_registers_.clear();
+    input_index_.clear();
+    for (size_t m = 0; m < size; ++m) {
+      const ir::Node& member = node(unit, m);
+      kernels::FusedInstruction op{};
+      op.fn = kernels::row_fn(member.op(), member.operands()[0].type().dtype, member.output(0).dtype);
+      op.arity = static_cast<int32_t>(member.operands().size());
+      for (size_t k = 0; k < member.operands().size(); ++k) {
+        op.operands[k] = read(member.operands()[k], unit, *program);
+      }
+      op.result = refs_[m] = result_of(unit, m, *program);
+      program->code.push_back(op);
+      // Registers last read here are free for later members; not for this
+      // one's result, since a row's destination aliases none of its operands.
+      for (const ir::Value& v : member.operands()) {
+        const int32_t producer = member_of_[graph_.position(v.node.get())];
+        if (producer < 0 || last_read[producer] != m) continue;
+        const FusedRef& ref = refs_[producer];
+        if (ref.kind == FusedRef::Kind::kRegister &&
+            std::find(free_registers_.begin(), free_registers_.end(), ref.index) == free_registers_.end()) {
+          free_registers_.push_back(ref.index);
+        }
+      }
+    }
+    for (int32_t position : unit.nodes) member_of_[position] = -1;
+    return program;
   }
-  std::vector<kernels::FusedRef> ref_of(size);
-  std::vector<int32_t> free_registers;
-  for (size_t m = 0; m < size; ++m) {
+
+ private:
+  const ir::Node& node(const PlanUnit& unit, size_t m) const { return *graph_.nodes[unit.nodes[m]]; }
+
+  // Where a member reads operand v: a member's result, or a group input
+  // (added on first use).
+  FusedRef read(const ir::Value& v, PlanUnit& unit, kernels::FusedProgram& program) {
+    const int32_t position = graph_.position(v.node.get());
+    if (const int32_t producer = member_of_[position]; producer >= 0) return refs_[producer];
+    const uint64_t key = (static_cast<uint64_t>(position) << 32) | v.index;
+    auto [it, added] = input_index_.try_emplace(key, static_cast<int32_t>(unit.inputs.size()));
+    if (added) {
+      unit.inputs.push_back({position, v.index});
+      program.input_is_scalar.push_back(shape_numel(v.type().shape) != program.numel);
+    }
+    return {FusedRef::Kind::kInput, it->second, v.type().dtype};
+  }
+
+  // Where member m writes: an output of the group if anything outside reads
+  // it, else a free register or a new one.
+  FusedRef result_of(PlanUnit& unit, size_t m, kernels::FusedProgram& program) {
     const int32_t position = unit.nodes[m];
-    const ir::Node& node = *graph.nodes[position];
-    kernels::FusedInstruction op{};
-    op.fn = kernels::row_fn(node.op(), node.operands()[0].type().dtype, node.output(0).dtype);
-    op.arity = static_cast<int32_t>(node.operands().size());
-    for (size_t k = 0; k < node.operands().size(); ++k) {
-      const ir::Value& v = node.operands()[k];
-      const int32_t producer = member_of[graph.position(v.node.get())];
-      if (producer >= 0) {
-        op.operands[k] = ref_of[producer];
-        continue;
-      }
-      const NodeOutput input{graph.position(v.node.get()), v.index};
-      auto it = std::find_if(unit.inputs.begin(), unit.inputs.end(), [&](const NodeOutput& seen) {
-        return seen.node == input.node && seen.index == input.index;
-      });
-      if (it == unit.inputs.end()) {
-        unit.inputs.push_back(input);
-        program->input_is_scalar.push_back(shape_numel(v.type().shape) != program->numel);
-        it = unit.inputs.end() - 1;
-      }
-      op.operands[k] = {kernels::FusedRef::Kind::kInput, static_cast<int32_t>(it - unit.inputs.begin()),
-                        v.type().dtype};
-    }
-    const DType dtype = node.output(0).dtype;
-    if (used_outside[position]) {
-      ref_of[m] = {kernels::FusedRef::Kind::kOutput, static_cast<int32_t>(unit.outputs.size()), dtype};
+    const DType dtype = graph_.nodes[position]->output(0).dtype;
+    if (used_outside_[position]) {
       unit.outputs.push_back(position);
-    } else if (!free_registers.empty()) {
-      ref_of[m] = {kernels::FusedRef::Kind::kRegister, free_registers.back(), dtype};
-      free_registers.pop_back();
-    } else {
-      ref_of[m] = {kernels::FusedRef::Kind::kRegister, program->num_registers++, dtype};
+      return {FusedRef::Kind::kOutput, static_cast<int32_t>(unit.outputs.size() - 1), dtype};
     }
-    // Registers last read here are free for later members; not for this
-    // one's result, since a row's destination aliases none of its operands.
-    for (size_t k = 0; k < node.operands().size(); ++k) {
-      const int32_t producer = member_of[graph.position(node.operands()[k].node.get())];
-      if (producer < 0 || last_read[producer] != m) continue;
-      const kernels::FusedRef& ref = ref_of[producer];
-      if (ref.kind == kernels::FusedRef::Kind::kRegister &&
-          std::find(free_registers.begin(), free_registers.end(), ref.index) == free_registers.end()) {
-        free_registers.push_back(ref.index);
-      }
-    }
-    op.result = ref_of[m];
-    program->code.push_back(op);
+    if (free_registers_.empty()) return {FusedRef::Kind::kRegister, program.num_registers++, dtype};
+    const int32_t reg = free_registers_.back();
+    free_registers_.pop_back();
+    return {FusedRef::Kind::kRegister, reg, dtype};
   }
-  return program;
-}
+
+  const LoweredGraph& graph_;
+  const std::vector<bool> used_outside_;
+  std::vector<int32_t> member_of_;  // member index by post-order position, -1 outside the group
+  std::vector<FusedRef> refs_;      // by member
+  std::vector<int32_t> free_registers_;
+  std::unordered_map<uint64_t, int32_t> input_index_;  // (position, output) -> group input
+};
 
 }  // namespace
 
 std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<int32_t> order) {
   std::stable_partition(order.begin(), order.end(),
-                        [&](int32_t position) { return graph.nodes[position]->operands().empty(); });
+                        [&](int32_t position) { return is_scalar_constant(*graph.nodes[position]); });
   const std::vector<std::vector<int32_t>> runs = runs_of(graph, order);
   // Which group each node is in, to find the values that leave a group.
   std::vector<int32_t> group_of(graph.nodes.size(), -1);
@@ -121,6 +151,7 @@ std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<in
     }
   }
   for (const NodeOutput& root : graph.roots) used_outside[root.node] = true;
+  ProgramBuilder builder(graph, std::move(used_outside));
   std::vector<PlanUnit> units;
   for (const std::vector<int32_t>& run : runs) {
     if (run.size() < 2) {
@@ -128,7 +159,7 @@ std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<in
       continue;
     }
     PlanUnit unit{run, {}, {}, nullptr};
-    unit.program = build_program(graph, unit, used_outside);
+    unit.program = builder.build(unit);
     units.push_back(std::move(unit));
   }
   return units;

@@ -1,7 +1,8 @@
 // Elementwise fusion, a compiler pass: runs of elementwise ops of one shape
 // that are next to each other in the schedule become one step, which runs
-// them tile by tile (kernels/fused.h). A run never reorders anything, so
-// every edge the schedule honours stays honoured.
+// them tile by tile (kernels/fused.h). A group runs where its ops would
+// have run, so every edge the schedule honours stays honoured; the only
+// reordering is of one-element constants, which have no operands.
 #pragma once
 
 #include <memory>
@@ -21,9 +22,8 @@ struct PlanUnit {
   std::shared_ptr<const kernels::FusedProgram> program;
 };
 
-// Operand-less steps (constants) move to the front, so that they do not
-// split runs; then each run of two or more fusible nodes of one shape
-// becomes a group.
+// One-element constants move to the front, so that they do not split runs;
+// then each run of two or more fusible nodes of one shape becomes a group.
 std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<int32_t> order);
 
 }  // namespace ordo::executor

@@ -20,6 +20,7 @@ struct Frame {
 void visit(const ir::Node* root, uint64_t walk_id, LoweredGraph& graph) {
   if (root->walk_id == walk_id) return;
   thread_local std::vector<Frame> stack;
+  stack.clear();  // of a walk an exception cut short
   stack.push_back({root, 0});
   root->walk_id = walk_id;
   while (!stack.empty()) {

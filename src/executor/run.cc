@@ -10,10 +10,10 @@ using Slots = std::vector<std::shared_ptr<const device::Buffer>>;
 
 device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, int ordinal,
                              ErrorCode code, const char* what) {
-  const std::string op = step.fused ? str_cat("fused elementwise ops (", step.fused->code.size(),
-                                              " of them, from ", ir::op_name(step.op), ")")
+  const std::string op = step.fused ? str_cat(step.fused->code.size(), " fused elementwise ops")
                                     : std::string(ir::op_name(step.op));
-  const std::string nodes = step.fused ? str_cat("nodes %", step.node, "..%", step.last_node)
+  const std::string nodes = step.fused ? str_cat("first ", ir::op_name(step.op), " node %", step.node,
+                                                 ", last node %", step.last_node)
                                        : str_cat("node %", step.node);
   return {code, str_cat(op, " (", nodes, " of graph ", std::hex, plan.graph_hash, std::dec,
                         ") failed on device ", ordinal, ": ", what)};

@@ -27,10 +27,11 @@ uint64_t hash_node(OpKind op, const ValueList& operands, const ValueTypes& outpu
 }
 
 // Destroying a long chain of nodes recursively would overflow the stack, so
-// operands that die with this node are parked here and destroyed in a loop
-// by the outermost destructor.
-thread_local std::vector<NodePtr> dying_operands;
-thread_local bool draining_operands = false;
+// the outermost destructor of a thread keeps a list of operands that die
+// with it and destroys them in a loop; nested destructors add to it. Only
+// a pointer is thread_local: nodes may die while the thread's thread_local
+// objects are being destroyed (at exit, with the runtime).
+thread_local std::vector<NodePtr>* t_dying_operands = nullptr;
 
 }  // namespace
 
@@ -52,17 +53,23 @@ Node::Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int d
       hash_(hash_node(op_, operands_, outputs_, attrs_)) {}
 
 Node::~Node() {
-  for (Value& v : operands_) {
-    if (v.node.use_count() == 1) dying_operands.push_back(std::move(v.node));
+  if (t_dying_operands != nullptr) {
+    for (Value& v : operands_) {
+      if (v.node.use_count() == 1) t_dying_operands->push_back(std::move(v.node));
+    }
+    return;
   }
-  if (draining_operands) return;
-  draining_operands = true;
-  while (!dying_operands.empty()) {
-    NodePtr last = std::move(dying_operands.back());
-    dying_operands.pop_back();
+  std::vector<NodePtr> dying;
+  t_dying_operands = &dying;
+  for (Value& v : operands_) {
+    if (v.node.use_count() == 1) dying.push_back(std::move(v.node));
+  }
+  while (!dying.empty()) {
+    NodePtr last = std::move(dying.back());
+    dying.pop_back();
     last.reset();
   }
-  draining_operands = false;
+  t_dying_operands = nullptr;
 }
 
 NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device) {

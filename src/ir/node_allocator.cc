@@ -48,6 +48,13 @@ thread_local CacheCloser t_closer;
 
 // AddressSanitizer must see every node freed, to catch a use after free.
 #if defined(__SANITIZE_ADDRESS__)
+#define ORDO_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ORDO_ASAN 1
+#endif
+#endif
+#ifdef ORDO_ASAN
 constexpr bool kCaching = false;
 #else
 constexpr bool kCaching = true;

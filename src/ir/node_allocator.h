@@ -27,6 +27,9 @@ struct NodeAllocator {
   template <typename U>
   NodeAllocator(const NodeAllocator<U>&) {}  // NOLINT: rebinding is implicit
 
+  // Blocks come from malloc, aligned for any fundamental type.
+  static_assert(alignof(T) <= alignof(std::max_align_t), "over-aligned types need another allocator");
+
   T* allocate(size_t n) { return static_cast<T*>(allocate_node_block(n * sizeof(T))); }
   void deallocate(T* p, size_t n) noexcept { free_node_block(p, n * sizeof(T)); }
 

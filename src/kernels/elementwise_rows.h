@@ -22,8 +22,9 @@ struct RowOperand {
 using RowFn = void (*)(void* dst, int64_t n, const RowOperand* operands);
 
 // The row function of an elementwise op whose first operand has dtype
-// `operand` and whose result has dtype `result` (dtypes its builder
-// accepted); null for an op that is not elementwise.
+// `operand` and whose result has dtype `result`; null for an op that is
+// not elementwise. Throws InternalError for dtypes the op's builder would
+// have refused.
 RowFn row_fn(ir::OpKind op, DType operand, DType result);
 
 }  // namespace ordo::kernels

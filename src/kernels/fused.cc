@@ -6,6 +6,10 @@ namespace ordo::kernels {
 namespace {
 
 constexpr size_t kRegisterBytes = kFusedTile * sizeof(double);
+#define ORDO_FITS_IN_REGISTER(name, type, str) \
+  static_assert(sizeof(type) <= sizeof(double), "a register holds a tile of any dtype");
+ORDO_DTYPES(ORDO_FITS_IN_REGISTER)
+#undef ORDO_FITS_IN_REGISTER
 
 // The registers of this thread, grown to the largest program it ran.
 std::byte* registers(int32_t count) {

@@ -20,9 +20,15 @@
 namespace ordo::lazy {
 
 struct DeviceGraph {
+  explicit DeviceGraph(int ordinal) : pending_list(PendingList::for_device(ordinal)) {}
+  // Detaches the tensors still listed: they may outlive the runtime.
+  ~DeviceGraph() { pending_list.clear(); }
+  DeviceGraph(const DeviceGraph&) = delete;
+  DeviceGraph& operator=(const DeviceGraph&) = delete;
+
   std::mutex mu;
   // The tensors that became pending since the last cut.
-  PendingList pending_list;
+  PendingList& pending_list;
   ScheduleOptions schedule;
   // The token the next collective takes: the last collective's token output,
   // or empty for a fresh one. Reset when the graph is cut.

@@ -1,10 +1,19 @@
 #include "lazy/pending_list.h"
 
+#include <deque>
+
 #include "lazy/tensor_impl.h"
 
 namespace ordo::lazy {
 
-PendingList::~PendingList() { clear(); }
+PendingList& PendingList::for_device(int ordinal) {
+  static std::mutex mu;
+  // Never destroyed (see Lifetime); a deque never moves its elements.
+  static auto* lists = new std::deque<PendingList>();
+  std::lock_guard<std::mutex> lock(mu);
+  while (lists->size() <= static_cast<size_t>(ordinal)) lists->emplace_back();
+  return (*lists)[static_cast<size_t>(ordinal)];
+}
 
 void PendingList::add(TensorImpl& tensor) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -22,6 +31,12 @@ std::vector<std::shared_ptr<TensorImpl>> PendingList::pending() {
   // last reference to a tensor takes mu_.
   std::vector<std::shared_ptr<TensorImpl>> not_pending;
   std::lock_guard<std::mutex> lock(mu_);
+  // Room for every tensor before the first reference is taken, so that
+  // nothing can throw (and release a reference under mu_) after that.
+  size_t listed = 0;
+  for (const TensorImpl* tensor = head_; tensor != nullptr; tensor = tensor->next_) ++listed;
+  pending.reserve(listed);
+  not_pending.reserve(listed);
   for (TensorImpl* tensor = head_; tensor != nullptr;) {
     TensorImpl* next = tensor->next_;
     // A tensor whose last reference is gone waits in its destructor for mu_,

@@ -8,6 +8,12 @@
 // lock: nothing is freed while it is held, since freeing a TensorImpl takes
 // it. Callers of add and pending also hold the device's graph mutex, which
 // guards what "pending" means.
+//
+// Lifetime: tensors may die on any thread at any time, shutdown included,
+// so a dying tensor must always find its list's mutex alive. The lists are
+// therefore never freed: for_device gives each device ordinal one list for
+// the life of the process, and a runtime that shuts down only detaches its
+// tensors from it.
 #pragma once
 
 #include <memory>
@@ -20,9 +26,10 @@ class TensorImpl;
 
 class PendingList {
  public:
+  // The list of device `ordinal`, created on first use and never freed.
+  static PendingList& for_device(int ordinal);
+
   PendingList() = default;
-  // Detaches the tensors still listed: they may outlive the runtime.
-  ~PendingList();
   PendingList(const PendingList&) = delete;
   PendingList& operator=(const PendingList&) = delete;
 
@@ -31,7 +38,8 @@ class PendingList {
   // The listed tensors that are alive and still pending, in the order they
   // were added; the others are unlinked.
   std::vector<std::shared_ptr<TensorImpl>> pending();
-  // Unlinks every tensor (a graph cut made them all data).
+  // Unlinks every tensor (a graph cut made them all data, or their runtime
+  // shuts down).
   void clear();
   // Called by a dying tensor that was listed here.
   void remove(TensorImpl& tensor);

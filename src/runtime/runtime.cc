@@ -51,7 +51,7 @@ Runtime::Runtime(int num_devices, uint64_t generation)
     : generation_(generation),
       communicator_(std::make_unique<comm::InProcessCommunicator>(num_devices)) {
   for (int i = 0; i < num_devices; ++i) {
-    graphs_.push_back(std::make_unique<lazy::DeviceGraph>());
+    graphs_.push_back(std::make_unique<lazy::DeviceGraph>(i));
     devices_.push_back(std::make_unique<device::Device>(i, *communicator_));
   }
 }
