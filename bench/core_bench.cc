@@ -88,22 +88,30 @@ double mark_step_us(int repetitions, bool busy_device, const std::function<void(
   return median(samples);
 }
 
-// Median milliseconds to run one step of 24 elementwise ops over 4M floats
-// (trace, mark_step, wait), with or without elementwise fusion.
-double elementwise_step_ms(bool fuse) {
+// Median milliseconds to run one traced step (trace, mark_step, wait), with
+// or without elementwise fusion. trace_step returns the step's result,
+// which must live through mark_step to be computed.
+double step_ms(bool fuse, const std::function<ordo::Tensor()>& trace_step) {
   ordo::set_schedule(0, {ordo::ScheduleMode::kDefault, 0, fuse});
-  ordo::Tensor x = ordo::rand_uniform({1 << 22}, 3);
   std::vector<double> samples;
   for (int r = 0; r < 21; ++r) {
     const auto start = Clock::now();
-    ordo::Tensor y = x;
-    for (int i = 0; i < 8; ++i) y = ordo::relu(y * 0.5 - x) + 0.25;
+    const ordo::Tensor result = trace_step();
     ordo::mark_step();
     ordo::wait_device_ops(0);
     if (r > 0) samples.push_back(seconds_since(start) * 1e3);
   }
   ordo::set_schedule(0, {});
   return median(samples);
+}
+
+void print_fusion_speedup(const char* what, const std::function<ordo::Tensor()>& trace_step) {
+  const double unfused_ms = step_ms(false, trace_step);
+  const double fused_ms = step_ms(true, trace_step);
+  std::printf("\n%s (median, traced and run):\n", what);
+  std::printf("  one kernel per op:                      %8.2f ms\n", unfused_ms);
+  std::printf("  fused (tiles of 1024 elements):        %8.2f ms   %.1fx faster\n", fused_ms,
+              unfused_ms / fused_ms);
 }
 
 }  // namespace
@@ -127,12 +135,18 @@ int main() {
     std::printf("  cache miss / cache hit:                 %8.1f x    target >= 20 x     %s\n", ratio,
                 ratio >= 20 ? "MET" : "MISSED");
   }
-  const double unfused_ms = elementwise_step_ms(false);
-  const double fused_ms = elementwise_step_ms(true);
-  std::printf("\na step of 24 elementwise ops over 4M floats (median, traced and run):\n");
-  std::printf("  one kernel per op:                      %8.2f ms\n", unfused_ms);
-  std::printf("  fused (tiles of %lld elements):        %8.2f ms   %.1fx faster\n",
-              static_cast<long long>(1024), fused_ms, unfused_ms / fused_ms);
+  const ordo::Tensor x = ordo::rand_uniform({1 << 22}, 3);
+  print_fusion_speedup("a step of 24 elementwise ops over 4M floats", [&] {
+    ordo::Tensor y = x;
+    for (int i = 0; i < 8; ++i) y = ordo::relu(y * 0.5 - x) + 0.25;
+    return y;
+  });
+  const ordo::Tensor activations = ordo::rand_normal({4096, 1024}, 4);
+  const ordo::Tensor bias = ordo::rand_normal({1024}, 5);
+  const ordo::Tensor row_scale = ordo::rand_uniform({4096, 1}, 6);
+  print_fusion_speedup("bias, relu and per-row scale over [4096, 1024] floats", [&] {
+    return ordo::relu(activations + bias) * row_scale - 0.5;
+  });
   ordo::shutdown();
   return 0;
 }

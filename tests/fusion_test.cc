@@ -130,6 +130,38 @@ TEST_F(FusionTest, SizesAroundTheTileAndEveryDtype) {
   }
 }
 
+TEST_F(FusionTest, InputsBroadcastToTheGroupsShape) {
+  // A bias over rows longer than a tile, a per-row scale, short rows, and
+  // 3-d broadcasting from both sides: each group runs row by row.
+  expect_same_fused<float>([] {
+    Tensor x = rand_normal({64, 3000}, 10);
+    Tensor bias = rand_normal({3000}, 11);
+    Tensor scale = rand_uniform({64, 1}, 12);
+    return relu(x + bias) * scale - 0.5;
+  });
+  expect_same_fused<float>([] {
+    Tensor x = rand_normal({500, 3}, 13);
+    return tanh(x * rand_normal({3}, 14) + rand_normal({500, 1}, 15));
+  });
+  expect_same_fused<double>([] {
+    Tensor a = cast(rand_normal({4, 1, 5}, 16), DType::kFloat64);
+    Tensor b = cast(rand_normal({3, 1}, 17), DType::kFloat64);
+    Tensor c = cast(rand_normal({5}, 18), DType::kFloat64);
+    return maximum(a + b, c) * (a - b);
+  });
+  expect_same_fused<int32_t>([] {
+    Tensor i = cast(rand_uniform({7, 1100}, 19, -9, 9), DType::kInt32);
+    Tensor column = cast(rand_uniform({7, 1}, 20, -9, 9), DType::kInt32);
+    return where(gt(i, column), i * column, i - column);
+  });
+  Tensor x = rand_normal({64, 3000}, 10);
+  Tensor y = relu(x + rand_normal({3000}, 11)) * rand_uniform({64, 1}, 12);
+  const auto plan = plan_of({y});
+  size_t fused_ops = 0;
+  for (const executor::PlanStep& step : plan->steps) fused_ops += step.fused ? step.fused->code.size() : 0;
+  EXPECT_EQ(fused_ops, 3u);  // add, relu, mul
+}
+
 TEST_F(FusionTest, ZeroSizeTensorsAreNotFused) {
   Tensor x = zeros({0, 3});
   Tensor y = exp(x) + 1.0;
@@ -139,22 +171,25 @@ TEST_F(FusionTest, ZeroSizeTensorsAreNotFused) {
   EXPECT_TRUE(y.to_vector<float>().empty());
 }
 
-// Random graphs over a pool of values: unary and binary ops, scalars,
-// compare-and-select, with several roots, compared fused against unfused.
+// Random graphs over a pool of values: unary and binary ops, scalars, row
+// and column inputs broadcast to the pool's shape, compare-and-select, with
+// several roots, compared fused against unfused.
 Tensor random_graph(uint64_t seed, std::vector<Tensor>& roots) {
   std::mt19937_64 rng(seed);
-  Tensor x = rand_uniform({777}, seed, -2, 2);
-  std::vector<Tensor> pool{x, rand_uniform({777}, seed + 1, -2, 2)};
+  Tensor x = rand_uniform({37, 21}, seed, -2, 2);
+  std::vector<Tensor> pool{x, rand_uniform({37, 21}, seed + 1, -2, 2)};
   auto pick = [&] { return pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)]; };
   for (int i = 0; i < 40; ++i) {
     const Tensor a = pick(), b = pick();
-    switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
+    switch (std::uniform_int_distribution<int>(0, 8)(rng)) {
       case 0: pool.push_back(tanh(a)); break;
       case 1: pool.push_back(a * b); break;
       case 2: pool.push_back(a - b * 0.5); break;
       case 3: pool.push_back(where(gt(a, b), a, b * 2.0)); break;
       case 4: pool.push_back(maximum(a, b) + 1.0); break;
       case 5: pool.push_back(sum(a) * b); break;  // a reduction splits a run
+      case 6: pool.push_back(a + rand_normal({21}, seed + i)); break;       // a row bias
+      case 7: pool.push_back(a * rand_normal({37, 1}, seed + i)); break;    // a column scale
       default: pool.push_back(neg(relu(a))); break;
     }
     if (i % 9 == 0) roots.push_back(pool.back());

@@ -8,17 +8,16 @@ namespace {
 
 using kernels::FusedRef;
 
-// An elementwise node whose operands all have its shape or one element.
+// An elementwise node with something to compute. Its operands broadcast to
+// its shape (its builder checked), so any of them can be a group input.
 bool fusible(const ir::Node& node) {
   if (node.outputs().size() != 1 || node.operands().empty()) return false;
   const ir::ValueType& out = node.output(0);
   if (out.is_token || shape_numel(out.shape) == 0) return false;
-  for (const ir::Value& v : node.operands()) {
-    const ir::ValueType& in = v.type();
-    if (in.is_token || (in.shape != out.shape && shape_numel(in.shape) != 1)) return false;
-  }
   return kernels::row_fn(node.op(), node.operands()[0].type().dtype, out.dtype) != nullptr;
 }
+
+int32_t element_bytes(DType dtype) { return static_cast<int32_t>(dtype_size(dtype)); }
 
 // A constant of one element (the scalars of `x * 2.0`): moving it to the
 // front of the order costs no memory and keeps it from splitting a run.
@@ -50,7 +49,8 @@ class ProgramBuilder {
   // The program of unit's group; fills unit.inputs and unit.outputs.
   std::shared_ptr<const kernels::FusedProgram> build(PlanUnit& unit) {
     auto program = std::make_shared<kernels::FusedProgram>();
-    program->numel = shape_numel(graph_.nodes[unit.nodes.front()]->output(0).shape);
+    const Shape& shape = graph_.nodes[unit.nodes.front()]->output(0).shape;
+    program->numel = shape_numel(shape);
     const size_t size = unit.nodes.size();
     for (size_t m = 0; m < size; ++m) member_of_[unit.nodes[m]] = static_cast<int32_t>(m);
     // Each member's last reader in the group.
@@ -71,7 +71,7 @@ class ProgramBuilder {
       op.fn = kernels::row_fn(member.op(), member.operands()[0].type().dtype, member.output(0).dtype);
       op.arity = static_cast<int32_t>(member.operands().size());
       for (size_t k = 0; k < member.operands().size(); ++k) {
-        op.operands[k] = read(member.operands()[k], unit, *program);
+        op.operands[k] = read(member.operands()[k], unit);
       }
       op.result = refs_[m] = result_of(unit, m, *program);
       program->code.push_back(op);
@@ -88,6 +88,11 @@ class ProgramBuilder {
       }
     }
     for (int32_t position : unit.nodes) member_of_[position] = -1;
+    std::vector<Shape> input_shapes;
+    for (const NodeOutput& input : unit.inputs) {
+      input_shapes.push_back(graph_.nodes[input.node]->output(input.index).shape);
+    }
+    program->layout = kernels::make_fused_layout(shape, input_shapes);
     return program;
   }
 
@@ -96,31 +101,28 @@ class ProgramBuilder {
 
   // Where a member reads operand v: a member's result, or a group input
   // (added on first use).
-  FusedRef read(const ir::Value& v, PlanUnit& unit, kernels::FusedProgram& program) {
+  FusedRef read(const ir::Value& v, PlanUnit& unit) {
     const int32_t position = graph_.position(v.node.get());
     if (const int32_t producer = member_of_[position]; producer >= 0) return refs_[producer];
     const uint64_t key = (static_cast<uint64_t>(position) << 32) | v.index;
     auto [it, added] = input_index_.try_emplace(key, static_cast<int32_t>(unit.inputs.size()));
-    if (added) {
-      unit.inputs.push_back({position, v.index});
-      program.input_is_scalar.push_back(shape_numel(v.type().shape) != program.numel);
-    }
-    return {FusedRef::Kind::kInput, it->second, v.type().dtype};
+    if (added) unit.inputs.push_back({position, v.index});
+    return {FusedRef::Kind::kInput, it->second, element_bytes(v.type().dtype)};
   }
 
   // Where member m writes: an output of the group if anything outside reads
   // it, else a free register or a new one.
   FusedRef result_of(PlanUnit& unit, size_t m, kernels::FusedProgram& program) {
     const int32_t position = unit.nodes[m];
-    const DType dtype = graph_.nodes[position]->output(0).dtype;
+    const int32_t bytes = element_bytes(graph_.nodes[position]->output(0).dtype);
     if (used_outside_[position]) {
       unit.outputs.push_back(position);
-      return {FusedRef::Kind::kOutput, static_cast<int32_t>(unit.outputs.size() - 1), dtype};
+      return {FusedRef::Kind::kOutput, static_cast<int32_t>(unit.outputs.size() - 1), bytes};
     }
-    if (free_registers_.empty()) return {FusedRef::Kind::kRegister, program.num_registers++, dtype};
+    if (free_registers_.empty()) return {FusedRef::Kind::kRegister, program.num_registers++, bytes};
     const int32_t reg = free_registers_.back();
     free_registers_.pop_back();
-    return {FusedRef::Kind::kRegister, reg, dtype};
+    return {FusedRef::Kind::kRegister, reg, bytes};
   }
 
   const LoweredGraph& graph_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/strided_walk.h"
+
 namespace ordo::kernels {
 namespace {
 
@@ -23,6 +25,41 @@ std::byte* registers(int32_t count) {
 
 }  // namespace
 
+FusedLayout make_fused_layout(const Shape& shape, const std::vector<Shape>& input_shapes) {
+  // Array 0 is the group's own dense values; then the inputs.
+  std::vector<Strides> strides{contiguous_strides(shape)};
+  for (const Shape& input : input_shapes) strides.push_back(broadcast_strides(input, shape));
+  // Merge each dim into the one above it when every array steps through
+  // both as one (the rule of kernels/strided_walk.h, for any array count).
+  Shape dims;
+  std::vector<Strides> merged(strides.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool joins = !dims.empty();
+    for (size_t k = 0; k < strides.size() && joins; ++k) joins = merged[k].back() == strides[k][d] * shape[d];
+    if (joins) {
+      dims.back() *= shape[d];
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].back() = strides[k][d];
+    } else {
+      dims.push_back(shape[d]);
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
+    }
+  }
+  FusedLayout layout;
+  if (dims.empty()) {  // one element
+    layout.outer_strides.assign(input_shapes.size(), {});
+    layout.row_strides.assign(input_shapes.size(), 0);
+    return layout;
+  }
+  layout.row_length = dims.back();
+  layout.outer.assign(dims.begin(), dims.end() - 1);
+  for (size_t k = 1; k < merged.size(); ++k) {
+    layout.row_strides.push_back(merged[k].back());
+    layout.outer_strides.emplace_back(merged[k].begin(), merged[k].end() - 1);
+  }
+  return layout;
+}
+
 void run_fused(const FusedProgram& program, std::span<const device::Buffer* const> inputs,
                const std::vector<ir::ValueType>& output_types,
                std::span<std::shared_ptr<const device::Buffer>> outputs) {
@@ -33,29 +70,43 @@ void run_fused(const FusedProgram& program, std::span<const device::Buffer* cons
     output_data[o] = buffer->storage.get();
     outputs[o] = std::move(buffer);
   }
+  const FusedLayout& layout = program.layout;
   std::byte* const file = registers(program.num_registers);
-  // Where ref starts at element `first`, as a row operand.
-  auto locate = [&](const FusedRef& ref, int64_t first) -> RowOperand {
-    const int64_t offset = first * static_cast<int64_t>(dtype_size(ref.dtype));
+  // Element offsets of the current row's start, per input.
+  std::vector<int64_t> row_offset(inputs.size(), 0);
+  // Where ref reads or writes the tile that starts `column` elements into
+  // row `row`, as a row operand.
+  auto locate = [&](const FusedRef& ref, int64_t row, int64_t column) -> RowOperand {
+    const auto bytes = [&](int64_t elements) { return elements * ref.element_bytes; };
     switch (ref.kind) {
       case FusedRef::Kind::kInput: {
-        const device::Buffer& in = *inputs[ref.index];
-        if (program.input_is_scalar[ref.index]) return {in.storage.get(), 0};
-        return {in.storage.get() + offset, 1};
+        const int64_t stride = layout.row_strides[ref.index];
+        return {inputs[ref.index]->storage.get() + bytes(row_offset[ref.index] + column * stride), stride};
       }
       case FusedRef::Kind::kRegister:
         return {file + ref.index * kRegisterBytes, 1};
       case FusedRef::Kind::kOutput:
-        return {output_data[ref.index] + offset, 1};
+        return {output_data[ref.index] + bytes(row * layout.row_length + column), 1};
     }
     return {nullptr, 0};
   };
-  for (int64_t first = 0; first < program.numel; first += kFusedTile) {
-    const int64_t n = std::min(kFusedTile, program.numel - first);
-    for (const FusedInstruction& op : program.code) {
-      std::array<RowOperand, 3> operands;
-      for (int32_t k = 0; k < op.arity; ++k) operands[k] = locate(op.operands[k], first);
-      op.fn(const_cast<void*>(locate(op.result, first).data), n, operands.data());
+  std::vector<int64_t> index(layout.outer.size(), 0);
+  const int64_t rows = program.numel / layout.row_length;
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t column = 0; column < layout.row_length; column += kFusedTile) {
+      const int64_t n = std::min(kFusedTile, layout.row_length - column);
+      for (const FusedInstruction& op : program.code) {
+        std::array<RowOperand, 3> operands;
+        for (int32_t k = 0; k < op.arity; ++k) operands[k] = locate(op.operands[k], row, column);
+        op.fn(const_cast<void*>(locate(op.result, row, column).data), n, operands.data());
+      }
+    }
+    // The next row: an odometer over the outer dims.
+    for (size_t d = layout.outer.size(); d-- > 0;) {
+      for (size_t k = 0; k < inputs.size(); ++k) row_offset[k] += layout.outer_strides[k][d];
+      if (++index[d] < layout.outer[d]) break;
+      for (size_t k = 0; k < inputs.size(); ++k) row_offset[k] -= layout.outer_strides[k][d] * layout.outer[d];
+      index[d] = 0;
     }
   }
 }

@@ -1,7 +1,8 @@
 // A fused group of elementwise ops: one step that runs several ops of the
 // same shape tile by tile, so that the values passed between them live in
 // a few cache-sized registers instead of full buffers, and memory is read
-// and written once per group instead of once per op.
+// and written once per group instead of once per op. Inputs from outside
+// the group may be broadcast to its shape (a bias added to every row).
 #pragma once
 
 #include <array>
@@ -21,7 +22,7 @@ struct FusedRef {
   enum class Kind : uint8_t { kInput, kRegister, kOutput };
   Kind kind;
   int32_t index;
-  DType dtype;
+  int32_t element_bytes;  // of the value's dtype
 };
 
 struct FusedInstruction {
@@ -31,11 +32,25 @@ struct FusedInstruction {
   FusedRef result;
 };
 
+// How a group walks its shape: rows of row_length elements (the innermost
+// of the shape's dims once the dims every array steps through alike are
+// merged), in row-major order. The group's values are dense in its shape;
+// its inputs may be broadcast to it, so each has its own element strides.
+struct FusedLayout {
+  Shape outer;  // the merged dims above the row, outermost first
+  int64_t row_length = 1;
+  std::vector<std::vector<int64_t>> outer_strides;  // [input][dim of outer]
+  std::vector<int64_t> row_strides;                 // [input]
+};
+
+// The layout of a group of `shape` whose inputs have input_shapes (each
+// broadcastable to shape).
+FusedLayout make_fused_layout(const Shape& shape, const std::vector<Shape>& input_shapes);
+
 struct FusedProgram {
   int64_t numel = 0;  // of every value in the group
   std::vector<FusedInstruction> code;
-  // Per group input: whether it is one element read for every position.
-  std::vector<bool> input_is_scalar;
+  FusedLayout layout;
   int32_t num_registers = 0;
 };
 
