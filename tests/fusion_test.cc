@@ -10,6 +10,7 @@
 
 #include "executor/compiler.h"
 #include "executor/lowering.h"
+#include "kernels/fused.h"
 #include "lazy/tensor_impl.h"
 #include "runtime/runtime.h"
 #include "test_util.h"
@@ -27,6 +28,13 @@ std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>
   std::vector<ir::Value> roots;
   for (const Tensor& t : tensors) roots.push_back(t.impl()->value);
   return executor::compile(executor::lower(roots), options);
+}
+
+// How many ops of the graph of tensors the default options fuse.
+size_t fused_ops_of(const std::vector<Tensor>& tensors) {
+  size_t ops = 0;
+  for (const executor::PlanStep& step : plan_of(tensors)->steps) ops += step.fused ? step.fused->code.size() : 0;
+  return ops;
 }
 
 // Runs make() with fusion off, then on, and expects bitwise equal results.
@@ -156,10 +164,85 @@ TEST_F(FusionTest, InputsBroadcastToTheGroupsShape) {
   });
   Tensor x = rand_normal({64, 3000}, 10);
   Tensor y = relu(x + rand_normal({3000}, 11)) * rand_uniform({64, 1}, 12);
-  const auto plan = plan_of({y});
+  EXPECT_EQ(fused_ops_of({y}), 3u);  // add, relu, mul
+}
+
+TEST_F(FusionTest, ShortBroadcastRowsAreNotFused) {
+  // A bias of 3 on every row would make the group run every op once per
+  // 3 elements: the add runs alone, the rest of the chain still fuses.
+  Tensor x = rand_normal({5000, 3}, 21);
+  Tensor y = relu(x * 2.0 - 1.0);
+  Tensor z = tanh(y + rand_normal({3}, 22)) * 0.5;
+  EXPECT_EQ(fused_ops_of({y, z}), 5u);  // mul, sub, relu; then tanh, mul
+  Tensor long_rows = relu(rand_normal({8, 4096}, 23) + rand_normal({4096}, 24)) * 2.0;
+  EXPECT_EQ(fused_ops_of({long_rows}), 3u);
+}
+
+TEST(FusedLayoutTest, DimsMergeWhereEveryArrayAgrees) {
+  const kernels::FusedLayout a = kernels::make_fused_layout({4, 1, 5}, {{5}, {4, 1, 1}, {}});
+  EXPECT_EQ(a.outer, (Shape{4}));
+  EXPECT_EQ(a.row_length, 5);
+  EXPECT_EQ(a.row_strides, (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(a.outer_strides, (std::vector<std::vector<int64_t>>{{0}, {1}, {0}}));
+  const kernels::FusedLayout scalar = kernels::make_fused_layout({}, {{}, {}});
+  EXPECT_EQ(scalar.row_length, 1);
+  EXPECT_TRUE(scalar.outer.empty());
+  const kernels::FusedLayout dense = kernels::make_fused_layout({2, 3, 4}, {{2, 3, 4}, {1, 1}});
+  EXPECT_EQ(dense.row_length, 24);
+  EXPECT_TRUE(dense.outer.empty());
+  const kernels::FusedLayout column = kernels::make_fused_layout({6, 7}, {{6, 1}, {1, 7}});
+  EXPECT_EQ(column.outer, (Shape{6}));
+  EXPECT_EQ(column.row_strides, (std::vector<int64_t>{0, 1}));
+  EXPECT_THROW(kernels::make_fused_layout({3}, {{2, 3}}), InternalError);
+  EXPECT_THROW(kernels::make_fused_layout({3, 4}, {{3}}), InternalError);
+}
+
+// Inputs of random shapes that broadcast to a random group shape: leading
+// dims dropped, dims set to 1, a leading 1 added.
+Shape random_input_shape(std::mt19937_64& rng, const Shape& group) {
+  const size_t drop = std::uniform_int_distribution<size_t>(0, group.size())(rng);
+  Shape shape(group.begin() + static_cast<std::ptrdiff_t>(drop), group.end());
+  for (int64_t& d : shape) d = rng() % 3 == 0 ? 1 : d;
+  if (rng() % 4 == 0 && shape.size() < group.size()) shape.insert(shape.begin(), 1);
+  return shape;
+}
+
+TEST_F(FusionTest, RandomBroadcastShapesGiveBitwiseTheSameResults) {
   size_t fused_ops = 0;
-  for (const executor::PlanStep& step : plan->steps) fused_ops += step.fused ? step.fused->code.size() : 0;
-  EXPECT_EQ(fused_ops, 3u);  // add, relu, mul
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE(seed);
+    std::vector<std::vector<float>> results[2];
+    for (bool fuse : {false, true}) {
+      set_schedule(0, {ScheduleMode::kDefault, 0, fuse});
+      std::mt19937_64 rng(seed);
+      const int64_t sizes[] = {1, 2, 3, 5, 130, 1030, 2100};
+      Shape group;
+      for (size_t rank = rng() % 5, i = 0; i < rank; ++i) {
+        const int64_t d = sizes[rng() % 7];
+        group.push_back(shape_numel(group) * d > 50000 ? 1 + int64_t(rng() % 3) : d);
+      }
+      std::vector<Tensor> pool{rand_uniform(group, seed, -2, 2)};
+      std::vector<Tensor> roots;
+      for (int i = 0; i < 12; ++i) {
+        const Tensor a = pool[rng() % pool.size()];
+        const Tensor in = rand_uniform(random_input_shape(rng, group), seed * 100 + i, -2, 2);
+        switch (rng() % 5) {
+          case 0: pool.push_back(a + in); break;
+          case 1: pool.push_back(tanh(a) - in); break;
+          case 2: pool.push_back(where(gt(in, a), a, in)); break;
+          case 3: pool.push_back(maximum(a, pool[rng() % pool.size()])); break;
+          default: pool.push_back(a * 0.5 + sum(a)); break;
+        }
+        if (rng() % 4 == 0) roots.push_back(pool.back());
+      }
+      roots.push_back(pool.back());
+      if (fuse) fused_ops += fused_ops_of(roots);
+      mark_step();
+      for (const Tensor& root : roots) results[fuse].push_back(root.to_vector<float>());
+    }
+    ASSERT_EQ(results[0], results[1]);
+  }
+  EXPECT_GT(fused_ops, 100u);  // the graphs did fuse
 }
 
 TEST_F(FusionTest, ZeroSizeTensorsAreNotFused) {

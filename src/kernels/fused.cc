@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/strided_walk.h"
+#include "ordo/error.h"
 
 namespace ordo::kernels {
 namespace {
@@ -28,7 +29,18 @@ std::byte* registers(int32_t count) {
 FusedLayout make_fused_layout(const Shape& shape, const std::vector<Shape>& input_shapes) {
   // Array 0 is the group's own dense values; then the inputs.
   std::vector<Strides> strides{contiguous_strides(shape)};
-  for (const Shape& input : input_shapes) strides.push_back(broadcast_strides(input, shape));
+  for (const Shape& input : input_shapes) {
+    bool broadcasts = input.size() <= shape.size();
+    for (size_t d = 0; d < input.size() && broadcasts; ++d) {
+      const int64_t size = input[input.size() - 1 - d];
+      broadcasts = size == 1 || size == shape[shape.size() - 1 - d];
+    }
+    if (!broadcasts) {
+      throw_error<InternalError>("fused group of shape ", shape_to_string(shape), " got an input of shape ",
+                                 shape_to_string(input));
+    }
+    strides.push_back(broadcast_strides(input, shape));
+  }
   // Merge each dim into the one above it when every array steps through
   // both as one (the rule of kernels/strided_walk.h, for any array count).
   Shape dims;

@@ -3,6 +3,17 @@
 #include "runtime/runtime.h"
 
 namespace ordo::lazy {
+namespace {
+
+// Tensors are made and dropped at the rate of ops, like the IR: their blocks
+// come from the same per-thread cache.
+std::shared_ptr<TensorImpl> make_tensor_impl(DType dtype, const Shape& shape, int device,
+                                             uint64_t generation) {
+  return std::allocate_shared<TensorImpl>(ir::NodeAllocator<TensorImpl>{}, dtype, shape, device, generation);
+}
+
+}  // namespace
+
 ir::Value value_of(TensorImpl& tensor) {
   if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data, tensor.device), 0};
   return tensor.value;
@@ -47,7 +58,7 @@ std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
       if (chain_token) graph.cc_token = {node, i};
       continue;
     }
-    auto impl = std::make_shared<TensorImpl>(type.dtype, type.shape, device, rt.generation());
+    auto impl = make_tensor_impl(type.dtype, type.shape, device, rt.generation());
     impl->value = {node, i};
     graph.register_pending(*impl);
     results.emplace_back(std::move(impl));
@@ -66,7 +77,7 @@ Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::Va
 Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs) {
   runtime::Runtime& rt = runtime::get();
   DeviceGraph& graph = rt.graph(device);
-  auto impl = std::make_shared<TensorImpl>(output.dtype, output.shape, device, rt.generation());
+  auto impl = make_tensor_impl(output.dtype, output.shape, device, rt.generation());
   ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device);
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
@@ -75,8 +86,7 @@ Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs att
 }
 
 Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device) {
-  auto impl = std::make_shared<TensorImpl>(data->dtype(), data->shape(), device,
-                                           runtime::get().generation());
+  auto impl = make_tensor_impl(data->dtype(), data->shape(), device, runtime::get().generation());
   impl->data = std::move(data);
   return Tensor(std::move(impl));
 }
