@@ -32,8 +32,9 @@ std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>
 
 // How many ops of the graph of tensors the default options fuse.
 size_t fused_ops_of(const std::vector<Tensor>& tensors) {
+  const auto plan = plan_of(tensors);  // alive through the loop
   size_t ops = 0;
-  for (const executor::PlanStep& step : plan_of(tensors)->steps) ops += step.fused ? step.fused->code.size() : 0;
+  for (const executor::PlanStep& step : plan->steps) ops += step.fused ? step.fused->code.size() : 0;
   return ops;
 }
 
