@@ -294,11 +294,7 @@ void run_rows(const KernelArgs& args, RowFn fn) {
 
 template <ir::OpKind kOp>
 void run_elementwise(const KernelArgs& args) {
-  std::array<DType, 3> operand_dtypes{};
-  for (size_t k = 0; k < args.inputs.size() && k < operand_dtypes.size(); ++k) {
-    operand_dtypes[k] = args.inputs[k]->dtype;
-  }
-  const RowFn fn = row_fn(kOp, operand_dtypes[0], args.output_types[0].dtype);
+  const RowFn fn = row_fn(kOp, args.inputs[0]->dtype, args.output_types[0].dtype);
   switch (args.inputs.size()) {
     case 1:
       return run_rows<1>(args, fn);

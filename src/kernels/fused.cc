@@ -41,22 +41,9 @@ FusedLayout make_fused_layout(const Shape& shape, const std::vector<Shape>& inpu
     }
     strides.push_back(broadcast_strides(input, shape));
   }
-  // Merge each dim into the one above it when every array steps through
-  // both as one (the rule of kernels/strided_walk.h, for any array count).
   Shape dims;
   std::vector<Strides> merged(strides.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool joins = !dims.empty();
-    for (size_t k = 0; k < strides.size() && joins; ++k) joins = merged[k].back() == strides[k][d] * shape[d];
-    if (joins) {
-      dims.back() *= shape[d];
-      for (size_t k = 0; k < strides.size(); ++k) merged[k].back() = strides[k][d];
-    } else {
-      dims.push_back(shape[d]);
-      for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
-    }
-  }
+  merge_dims(shape, strides, dims, merged);
   FusedLayout layout;
   if (dims.empty()) {  // one element
     layout.outer_strides.assign(input_shapes.size(), {});
@@ -113,13 +100,7 @@ void run_fused(const FusedProgram& program, std::span<const device::Buffer* cons
         op.fn(const_cast<void*>(locate(op.result, row, column).data), n, operands.data());
       }
     }
-    // The next row: an odometer over the outer dims.
-    for (size_t d = layout.outer.size(); d-- > 0;) {
-      for (size_t k = 0; k < inputs.size(); ++k) row_offset[k] += layout.outer_strides[k][d];
-      if (++index[d] < layout.outer[d]) break;
-      for (size_t k = 0; k < inputs.size(); ++k) row_offset[k] -= layout.outer_strides[k][d] * layout.outer[d];
-      index[d] = 0;
-    }
+    next_row(layout.outer, layout.outer.size(), layout.outer_strides, index, row_offset);
   }
 }
 

@@ -50,28 +50,46 @@ struct StridedWalk {
   std::array<Strides, N> strides;  // per array, one per dim of shape
 };
 
-// Drops size-1 dims and merges neighbours that every array steps through as
-// one dim, so the innermost loop is as long as it can be. The order in which
-// elements are visited does not change (reductions rely on that).
+// Drops size-1 dims of shape and merges neighbours that every array steps
+// through as one dim, so the innermost loop is as long as it can be. The
+// order in which elements are visited does not change (reductions rely on
+// that). StridesList is a std::array or std::vector of Strides, one per
+// array; merged has as many entries as strides, each empty.
+template <typename StridesList>
+void merge_dims(const Shape& shape, const StridesList& strides, Shape& dims, StridesList& merged) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t size = shape[d];
+    if (size == 1) continue;
+    bool joins = !dims.empty();
+    for (size_t k = 0; k < strides.size() && joins; ++k) joins = merged[k].back() == strides[k][d] * size;
+    if (joins) {
+      dims.back() *= size;
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].back() = strides[k][d];
+    } else {
+      dims.push_back(size);
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
+    }
+  }
+}
+
 template <size_t N>
 StridedWalk<N> coalesce(const StridedWalk<N>& walk) {
   StridedWalk<N> merged;
-  for (size_t d = 0; d < walk.shape.size(); ++d) {
-    int64_t size = walk.shape[d];
-    if (size == 1) continue;
-    bool joins = !merged.shape.empty();
-    for (size_t k = 0; k < N && joins; ++k) {
-      joins = merged.strides[k].back() == walk.strides[k][d] * size;
-    }
-    if (joins) {
-      merged.shape.back() *= size;
-      for (size_t k = 0; k < N; ++k) merged.strides[k].back() = walk.strides[k][d];
-    } else {
-      merged.shape.push_back(size);
-      for (size_t k = 0; k < N; ++k) merged.strides[k].push_back(walk.strides[k][d]);
-    }
-  }
+  merge_dims(walk.shape, walk.strides, merged.shape, merged.strides);
   return merged;
+}
+
+// Moves a row-major odometer over dims[0, inner) on by one row: index, and
+// offset[k] of each array k by its strides[k] (one per dim).
+template <typename StridesList, typename Offsets>
+void next_row(const Shape& dims, size_t inner, const StridesList& strides, std::vector<int64_t>& index,
+              Offsets& offset) {
+  for (size_t d = inner; d-- > 0;) {
+    for (size_t k = 0; k < offset.size(); ++k) offset[k] += strides[k][d];
+    if (++index[d] < dims[d]) return;
+    for (size_t k = 0; k < offset.size(); ++k) offset[k] -= strides[k][d] * dims[d];
+    index[d] = 0;
+  }
 }
 
 // Calls row(offset, n, stride) for each innermost row, in row-major order:
@@ -94,12 +112,7 @@ void for_each_row(const StridedWalk<N>& walk, RowFn&& row) {
   const int64_t rows = shape_numel(merged.shape) / length;
   for (int64_t r = 0; r < rows; ++r) {
     row(offset, length, stride);
-    for (size_t d = inner; d-- > 0;) {
-      for (size_t k = 0; k < N; ++k) offset[k] += merged.strides[k][d];
-      if (++index[d] < merged.shape[d]) break;
-      for (size_t k = 0; k < N; ++k) offset[k] -= merged.strides[k][d] * merged.shape[d];
-      index[d] = 0;
-    }
+    next_row(merged.shape, inner, merged.strides, index, offset);
   }
 }
 
