@@ -108,6 +108,7 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
                   .kernel = nullptr,
                   .fused = unit.program,
                   .attrs = {},
+                  .collective = {},
                   .output_types = {},
                   .input_slots = {},
                   .first_output_slot = plan->num_slots,
@@ -125,6 +126,9 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
     } else {
       step.kernel = kernels::kernel_for(first->op());
       step.attrs = first->attrs();
+      if (ir::op_group(first->op()) == ir::OpGroup::kCollective) {
+        step.collective = ir::decode_collective(step.attrs);
+      }
       step.output_types.assign(first->outputs().begin(), first->outputs().end());
       first_slot[unit.nodes.front()] = plan->num_slots;
       plan->num_slots += static_cast<int32_t>(first->outputs().size());

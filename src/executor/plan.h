@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/node.h"
@@ -19,6 +20,7 @@ struct PlanStep {
   kernels::KernelFn kernel;     // null for a fused step
   std::shared_ptr<const kernels::FusedProgram> fused;
   ir::Attrs attrs;
+  std::optional<ir::CollectiveAttrs> collective;  // attrs decoded, for a collective
   std::vector<ir::ValueType> output_types;
   std::vector<int32_t> input_slots;
   int32_t first_output_slot;

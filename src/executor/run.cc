@@ -35,7 +35,8 @@ size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device
       if (step.fused) {
         kernels::run_fused(*step.fused, inputs, step.output_types, outputs);
       } else {
-        step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator()});
+        step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator(),
+                     step.collective ? &*step.collective : nullptr});
       }
     } catch (const Error& e) {
       failure = step_failure(plan, step, ordinal, e.code(), e.what());
@@ -55,8 +56,8 @@ void abandon_collectives(const ExecutionPlan& plan, size_t first, device::Device
                          const device::Failure& failure) {
   for (size_t s = first; s < plan.steps.size(); ++s) {
     const PlanStep& step = plan.steps[s];
-    if (ir::op_group(step.op) == ir::OpGroup::kCollective) {
-      device.communicator().abandon(step.op, ir::decode_collective(step.attrs), device.ordinal(),
+    if (step.collective) {
+      device.communicator().abandon(step.op, *step.collective, device.ordinal(),
                                     failure.message);
     }
   }

@@ -15,7 +15,7 @@ constexpr size_t kInlineOutputs = 8;
 
 template <ir::OpKind kOp>
 void run_collective(const KernelArgs& args) {
-  const ir::CollectiveAttrs attrs = ir::decode_collective(args.attrs);
+  const ir::CollectiveAttrs& attrs = *args.collective;
   const size_t data_inputs = args.inputs.size() - (attrs.token_operand ? 1 : 0);
   const size_t data_outputs = args.outputs.size() - 1;  // the last output is the token
   std::array<const device::Buffer*, kInlineOutputs> inline_outputs;

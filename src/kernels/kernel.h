@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device/buffer.h"
+#include "ir/collective_attrs.h"
 #include "ir/node.h"
 
 namespace ordo::comm {
@@ -26,6 +27,9 @@ struct KernelArgs {
   std::span<std::shared_ptr<const device::Buffer>> outputs;
   int device;  // the ordinal the graph runs on
   comm::Communicator& communicator;  // what collective kernels talk through
+  // A collective's attrs, decoded once when the plan was compiled (null for
+  // other ops).
+  const ir::CollectiveAttrs* collective = nullptr;
 };
 
 using KernelFn = void (*)(const KernelArgs&);
