@@ -16,7 +16,9 @@ class Communicator;
 
 namespace ordo::device {
 
-class Device {
+// Cache-line aligned, like DeviceGraph: devices are driven by different
+// threads, and a neighbour's writes must not evict this one's worker queue.
+class alignas(64) Device {
  public:
   // communicator outlives the device.
   Device(int ordinal, comm::Communicator& communicator)

@@ -24,7 +24,9 @@ namespace ordo::lazy {
 
 class TensorImpl;
 
-class PendingList {
+// Cache-line aligned: the lists of all devices sit side by side (see
+// for_device) and are locked by different threads.
+class alignas(64) PendingList {
  public:
   // The list of device `ordinal`, created on first use and never freed.
   static PendingList& for_device(int ordinal);
