@@ -11,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ordo/ordo.h"
@@ -30,23 +29,19 @@ double median(std::vector<double> v) {
 
 int64_t iterations_for(int64_t bytes) { return std::clamp<int64_t>((int64_t{32} << 20) / bytes, 3, 1000); }
 
-// Runs body(device) on a thread per device and returns device 0's median
-// seconds per call of body, over kReps repetitions of `calls` calls.
+// Runs body(device) on each device's thread (ordo::spawn's, bound to the
+// device as MPI binds its ranks) and returns device 0's median seconds per
+// call of body, over kReps repetitions of `calls` calls.
 double time_on_devices(int64_t calls, const std::function<void(int)>& body) {
   std::vector<double> samples;
-  std::vector<std::thread> threads;
-  for (int d = 0; d < kDevices; ++d) {
-    threads.emplace_back([&, d] {
-      ordo::DeviceGuard on(d);
-      body(d);  // warm: compile, fault in buffers
-      for (int r = 0; r < kReps; ++r) {
-        const auto start = Clock::now();
-        for (int64_t i = 0; i < calls; ++i) body(d);
-        if (d == 0) samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  ordo::spawn([&](int d) {
+    body(d);  // warm: compile, fault in buffers
+    for (int r = 0; r < kReps; ++r) {
+      const auto start = Clock::now();
+      for (int64_t i = 0; i < calls; ++i) body(d);
+      if (d == 0) samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+    }
+  });
   return median(samples);
 }
 

@@ -72,6 +72,13 @@ def set_device(dev):
     _C.set_current_device(_ordinal(dev))
 
 
+def bind_thread_to_device(dev):
+    """Pins the calling thread as the driver of a device, as MPI binds a rank
+    to a core: on the device's worker's CPU when devices share the CPUs, on
+    a CPU of its own when there are two per device. spawn does this."""
+    _C.bind_thread_to_device(_ordinal(dev))
+
+
 def get_ordinal():
     """The calling thread's device, as a global ordinal."""
     return _C.current_device()
@@ -96,7 +103,8 @@ def is_master_ordinal(local=True):
 
 def spawn(fn, args=(), nprocs=None):
     """Calls fn(index, *args) on a thread per device, with that device as the
-    thread's device, and returns the results by ordinal. If a call raises,
+    thread's device and the thread bound to it (ordo.bind_thread_to_device),
+    and returns the results by ordinal. If a call raises,
     its device is marked failed (its peers' collectives fail promptly instead
     of waiting) and spawn raises the first error, saying which ordinal
     raised it."""
@@ -110,6 +118,7 @@ def spawn(fn, args=(), nprocs=None):
     def run(index):
         try:
             _C.set_current_device(index)
+            bind_thread_to_device(index)
             results[index] = fn(index, *args)
         except BaseException as error:  # noqa: B036 - handed to the caller below
             with lock:

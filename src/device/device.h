@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "device/cpu_placement.h"
 #include "device/device_data.h"
 #include "device/worker.h"
 
@@ -22,7 +23,7 @@ class alignas(64) Device {
  public:
   // communicator outlives the device.
   Device(int ordinal, comm::Communicator& communicator)
-      : ordinal_(ordinal), communicator_(communicator), worker_(ordinal) {}
+      : ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(ordinal)) {}
 
   int ordinal() const { return ordinal_; }
   Worker& worker() { return worker_; }

@@ -1,30 +1,8 @@
 #include "device/worker.h"
 
-#include <pthread.h>
-#include <sched.h>
+#include "device/cpu_placement.h"
 
 namespace ordo::device {
-namespace {
-
-// Pins the calling thread to the cpu-th CPU it is allowed to use (wrapping
-// around); does nothing where affinity cannot be read or set.
-void pin_to_cpu(int cpu) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  const int count = CPU_COUNT(&allowed);
-  if (count <= 1) return;
-  int wanted = cpu % count;
-  for (int id = 0; id < CPU_SETSIZE; ++id) {
-    if (!CPU_ISSET(id, &allowed) || wanted-- != 0) continue;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(id, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-    return;
-  }
-}
-
-}  // namespace
 
 Worker::Worker(int cpu) : thread_([this, cpu] { loop(cpu); }) {}
 
@@ -51,7 +29,7 @@ void Worker::drain() {
 }
 
 void Worker::loop(int cpu) {
-  if (cpu >= 0) pin_to_cpu(cpu);
+  if (cpu >= 0) pin_current_thread(cpu);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

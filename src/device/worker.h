@@ -13,9 +13,7 @@ namespace ordo::device {
 
 class Worker {
  public:
-  // cpu >= 0 pins the worker's thread to that CPU (an index into the CPUs
-  // this process may use), as MPI binds ranks to cores: peers of a collective
-  // then spin on different cores instead of taking turns on one.
+  // cpu >= 0 pins the worker's thread to that CPU (see cpu_placement.h).
   explicit Worker(int cpu = -1);
   ~Worker();  // runs what is queued, then joins
   Worker(const Worker&) = delete;

@@ -17,6 +17,7 @@ void bind_runtime(py::module_& m) {
   m.def("num_devices", &num_devices);
   m.def("current_device", &current_device);
   m.def("set_current_device", &set_current_device);
+  m.def("bind_thread_to_device", &bind_thread_to_device);
   m.def("mark_step", &mark_step, py::arg("device") = -1, GilRelease());
   m.def("wait_device_ops", py::overload_cast<int>(&wait_device_ops), GilRelease());
   m.def("wait_all_device_ops", py::overload_cast<>(&wait_device_ops), GilRelease());

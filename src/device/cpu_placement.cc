@@ -1,0 +1,50 @@
+#include "device/cpu_placement.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <vector>
+
+namespace ordo::device {
+namespace {
+
+// The CPUs the process may use, read once: pinned threads (and the workers
+// they start, which inherit their affinity) must not shrink the set.
+const std::vector<int>& allowed_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> ids;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return ids;
+    for (int id = 0; id < CPU_SETSIZE; ++id) {
+      if (CPU_ISSET(id, &allowed)) ids.push_back(id);
+    }
+    return ids;
+  }();
+  return cpus;
+}
+
+}  // namespace
+
+int worker_cpu(int ordinal) { return ordinal; }
+
+// With two CPUs per device, the driver traces the next step on its own CPU
+// while the worker runs this one. Otherwise it shares its worker's CPU: a
+// thread that submits a graph and then waits for it hands the CPU straight
+// to its worker and back, where a wake-up on another CPU costs an
+// inter-processor interrupt (15-20 us in a virtual machine), and the peers'
+// devices keep the other CPUs.
+int driver_cpu(int ordinal, int num_devices) {
+  const auto cpus = static_cast<int>(allowed_cpus().size());
+  return 2 * num_devices <= cpus ? num_devices + ordinal : worker_cpu(ordinal);
+}
+
+void pin_current_thread(int cpu) {
+  const std::vector<int>& cpus = allowed_cpus();
+  if (cpus.size() <= 1) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[static_cast<size_t>(cpu) % cpus.size()], &one);
+  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+}
+
+}  // namespace ordo::device

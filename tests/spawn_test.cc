@@ -1,0 +1,156 @@
+// ordo::spawn and the binding of a device's driving thread to a CPU.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "device/cpu_placement.h"
+#include "runtime/runtime.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using SpawnTest = testing::FourDeviceTest;
+
+// The CPUs the calling thread may run on.
+std::vector<int> cpus_of_this_thread() {
+  cpu_set_t set;
+  EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
+  std::vector<int> ids;
+  for (int id = 0; id < CPU_SETSIZE; ++id) {
+    if (CPU_ISSET(id, &set)) ids.push_back(id);
+  }
+  return ids;
+}
+
+TEST_F(SpawnTest, RunsOnEveryDeviceWithThatDeviceCurrent) {
+  std::vector<int> current(4, -1);
+  std::vector<float> sums(4, 0);
+  spawn([&](int ordinal) {
+    current[ordinal] = current_device();
+    // Every device takes part, or this would wait for the missing ones.
+    sums[ordinal] = all_reduce(ReduceType::kSum, full({}, ordinal + 1.0, DType::kFloat32)).item<float>();
+  });
+  EXPECT_EQ(current, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(sums, (std::vector<float>{10, 10, 10, 10}));
+}
+
+TEST_F(SpawnTest, CountChoosesTheFirstDevices) {
+  std::mutex mu;
+  std::multiset<int> called;
+  spawn(
+      [&](int ordinal) {
+        std::lock_guard<std::mutex> lock(mu);
+        called.insert(ordinal);
+      },
+      2);
+  EXPECT_EQ(called, (std::multiset<int>{0, 1}));
+}
+
+TEST_F(SpawnTest, CountOutOfRangeIsAnErrorAndRunsNothing) {
+  std::atomic<int> calls{0};
+  for (int count : {0, 5}) {
+    EXPECT_THROW(spawn([&](int) { ++calls; }, count), InvalidArgument) << count;
+  }
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST_F(SpawnTest, TheFirstExceptionIsRethrownAndPeersFailInsteadOfWaiting) {
+  // Far longer than the test may take: peers must fail because device 1
+  // is gone, not because they timed out.
+  set_collective_timeouts({60.0, 120.0});
+  std::vector<std::string> peer_errors(4);
+  try {
+    spawn([&](int ordinal) {
+      if (ordinal == 1) throw std::runtime_error("device 1 gave up");
+      try {
+        all_reduce(ReduceType::kSum, ones({3})).to_vector<float>();
+      } catch (const CollectiveError& e) {
+        peer_errors[ordinal] = e.what();
+        throw;
+      }
+    });
+    ADD_FAILURE() << "spawn returned";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "device 1 gave up");
+  }
+  set_collective_timeouts({});
+  for (int ordinal : {0, 2, 3}) {
+    EXPECT_NE(peer_errors[ordinal].find("device 1 is gone"), std::string::npos) << peer_errors[ordinal];
+    EXPECT_NE(peer_errors[ordinal].find("device 1 gave up"), std::string::npos) << peer_errors[ordinal];
+  }
+}
+
+TEST_F(SpawnTest, SpawnedThreadsAreBoundToTheirDevicesCpus) {
+  const std::vector<int> allowed = cpus_of_this_thread();
+  std::vector<std::vector<int>> bound(4);
+  spawn([&](int ordinal) { bound[ordinal] = cpus_of_this_thread(); });
+  for (int ordinal = 0; ordinal < 4; ++ordinal) {
+    if (allowed.size() < 2) {
+      EXPECT_EQ(bound[ordinal], allowed) << "one CPU: nothing to choose";
+      continue;
+    }
+    const int cpu = allowed[static_cast<size_t>(device::driver_cpu(ordinal, 4)) % allowed.size()];
+    EXPECT_EQ(bound[ordinal], std::vector<int>{cpu}) << ordinal;
+  }
+}
+
+TEST(CpuPlacementTest, DriversShareTheirWorkersCpuUnlessThereAreTwoCpusPerDevice) {
+  const auto cpus = static_cast<int>(cpus_of_this_thread().size());
+  for (int devices : {1, 2, 3, 4, 8}) {
+    for (int ordinal = 0; ordinal < devices; ++ordinal) {
+      const int expected = 2 * devices <= cpus ? devices + ordinal : device::worker_cpu(ordinal);
+      EXPECT_EQ(device::driver_cpu(ordinal, devices), expected) << ordinal << " of " << devices;
+    }
+  }
+  EXPECT_EQ(device::worker_cpu(3), 3);
+}
+
+TEST_F(SpawnTest, BindingChecksTheDeviceAndTakesTheCurrentOneByDefault) {
+  std::thread([] {
+    EXPECT_THROW(bind_thread_to_device(4), InvalidArgument);
+    set_current_device(2);
+    bind_thread_to_device(-1);
+    const std::vector<int> bound = cpus_of_this_thread();
+    if (std::thread::hardware_concurrency() >= 2) {
+      EXPECT_EQ(bound.size(), 1u);
+    }
+  }).join();
+}
+
+// The CPUs each device's worker may run on.
+std::vector<std::vector<int>> worker_cpus() {
+  std::vector<std::vector<int>> cpus(static_cast<size_t>(num_devices()));
+  for (int d = 0; d < num_devices(); ++d) {
+    device::Worker& worker = runtime::get().device(d).worker();
+    worker.submit([&cpus, d] { cpus[d] = cpus_of_this_thread(); });
+    worker.drain();
+  }
+  return cpus;
+}
+
+TEST_F(SpawnTest, ABoundThreadDoesNotNarrowTheCpusOfLaterWorkers) {
+  const std::vector<int> allowed = cpus_of_this_thread();
+  if (allowed.size() < 2) GTEST_SKIP() << "one CPU: nothing to choose";
+  std::vector<std::vector<int>> expected;
+  for (int d = 0; d < 4; ++d) expected.push_back({allowed[static_cast<size_t>(device::worker_cpu(d)) % allowed.size()]});
+  EXPECT_EQ(worker_cpus(), expected);
+  // Workers are started by the thread that starts the runtime and inherit
+  // its CPUs: restarted from a bound thread, they still spread out.
+  std::thread([] {
+    bind_thread_to_device(0);
+    shutdown();
+    init(4);
+  }).join();
+  EXPECT_EQ(worker_cpus(), expected);
+}
+
+}  // namespace
+}  // namespace ordo
