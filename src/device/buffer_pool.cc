@@ -4,10 +4,17 @@
 #include <cstdlib>
 #include <new>
 
+#include "core/thread_block_cache.h"
+
 namespace ordo::device {
 namespace {
 
 constexpr size_t kAlignment = 64;
+
+struct SmallBuffers;
+// Blocks up to 4 KiB are kept per thread: a worker frees most of what it
+// allocates (a step's intermediates) and allocates it again the next step.
+using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, 64, 128 * 1024>;
 
 void* aligned_block(size_t bytes) {
   void* block = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
@@ -26,7 +33,9 @@ size_t BufferPool::size_class(size_t bytes) {
 
 void* BufferPool::allocate(size_t bytes) {
   const size_t size = size_class(bytes == 0 ? 1 : bytes);
-  if (size >= kMinPooledBytes) {
+  if (size <= SmallBlocks::kMaxBytes) {
+    if (void* block = SmallBlocks::take(SmallBlocks::class_of(size))) return block;
+  } else if (size >= kMinPooledBytes) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(size);
     if (it != free_.end() && !it->second.empty()) {
@@ -41,7 +50,9 @@ void* BufferPool::allocate(size_t bytes) {
 
 void BufferPool::release(void* block, size_t bytes) {
   const size_t size = size_class(bytes == 0 ? 1 : bytes);
-  if (size >= kMinPooledBytes) {
+  if (size <= SmallBlocks::kMaxBytes) {
+    if (SmallBlocks::keep(SmallBlocks::class_of(size), block)) return;
+  } else if (size >= kMinPooledBytes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (cached_ + size <= max_cached_bytes_) {
       free_[size].push_back(block);

@@ -15,7 +15,9 @@ namespace ordo::device {
 
 class BufferPool {
  public:
-  // Blocks below this size go straight to the C library, which caches them.
+  // Blocks below this size are not pooled: up to 4 KiB each thread keeps
+  // the ones it freed (see thread_block_cache.h), the rest go to the C
+  // library.
   static constexpr size_t kMinPooledBytes = 64 * 1024;
 
   explicit BufferPool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}

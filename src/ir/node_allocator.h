@@ -1,9 +1,9 @@
 // The allocator of IR nodes, their operand and output lists, and the
 // lazy tensors that hold them. A step of a training loop builds the same few
-// hundred small blocks every time and frees them all by the graph cut; the C library's per-thread cache holds
-// only seven blocks of a size, so most of them took its slower shared path
-// (freeing the IR was most of a cache-hit mark_step). Here each thread
-// keeps freed blocks of a few size classes for its next step.
+// hundred small blocks every time and frees them all by the graph cut; from
+// the C library most of them took its slow shared path (freeing the IR was
+// most of a cache-hit mark_step), so each thread keeps the blocks it freed
+// for its next step (core/thread_block_cache.h).
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,94 @@
+// The per-thread caches of freed blocks, and the small device buffers that
+// come from one.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "core/thread_block_cache.h"
+#include "device/buffer_pool.h"
+
+namespace ordo {
+namespace {
+
+struct TestBlocks;
+// Classes of 64, 128, 192 and 256 bytes, at most 256 bytes of each kept.
+using Cache = ThreadBlockCache<TestBlocks, 64, 4, 256>;
+
+TEST(ThreadBlockCacheTest, SizesMapToClassesOfWholeGranules) {
+  EXPECT_EQ(Cache::kMaxBytes, 256u);
+  EXPECT_EQ(Cache::class_of(1), 0u);
+  EXPECT_EQ(Cache::class_of(64), 0u);
+  EXPECT_EQ(Cache::class_of(65), 1u);
+  EXPECT_EQ(Cache::class_of(256), 3u);
+  EXPECT_EQ(Cache::block_bytes(0), 64u);
+  EXPECT_EQ(Cache::block_bytes(3), 256u);
+}
+
+TEST(ThreadBlockCacheTest, KeepsFreedBlocksPerClassUpToItsBound) {
+  if (!kCacheFreedBlocks) GTEST_SKIP() << "no caching under AddressSanitizer";
+  EXPECT_EQ(Cache::take(0), nullptr);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(std::malloc(64));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(Cache::keep(0, blocks[i])) << i;
+  EXPECT_FALSE(Cache::keep(0, blocks[4])) << "256 bytes of 64-byte blocks are kept, no more";
+  std::free(blocks[4]);
+  void* big = std::malloc(256);
+  EXPECT_TRUE(Cache::keep(3, big));
+  EXPECT_EQ(Cache::take(1), nullptr) << "classes do not mix";
+  EXPECT_EQ(Cache::take(3), big);
+  std::free(big);
+  for (int i = 3; i >= 0; --i) EXPECT_EQ(Cache::take(0), blocks[i]) << "last freed, first reused";
+  EXPECT_EQ(Cache::take(0), nullptr);
+  for (void* block : blocks) {
+    if (block != blocks[4]) std::free(block);
+  }
+}
+
+TEST(ThreadBlockCacheTest, EachThreadHasItsOwnCacheAndGivesItBackWhenItEnds) {
+  if (!kCacheFreedBlocks) GTEST_SKIP() << "no caching under AddressSanitizer";
+  void* mine = std::malloc(128);
+  ASSERT_TRUE(Cache::keep(1, mine));
+  std::thread([] {
+    EXPECT_EQ(Cache::take(1), nullptr);
+    // Kept by this thread, and freed by its closer when the thread ends.
+    EXPECT_TRUE(Cache::keep(1, std::malloc(128)));
+  }).join();
+  EXPECT_EQ(Cache::take(1), mine);
+  std::free(mine);
+}
+
+bool aligned_to_line(const void* p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
+
+TEST(BufferPoolTest, SmallBlocksAreAlignedAndReusedByTheThreadThatFreedThem) {
+  device::BufferPool pool(1 << 20);
+  void* first = pool.allocate(1000);
+  EXPECT_TRUE(aligned_to_line(first));
+  pool.release(first, 1000);
+  void* again = pool.allocate(1024);  // the same 1 KiB class
+  EXPECT_TRUE(aligned_to_line(again));
+  if (kCacheFreedBlocks) {
+    EXPECT_EQ(again, first);
+  }
+  // Freed on another thread: that thread reuses it.
+  std::thread([&pool, again] {
+    pool.release(again, 1024);
+    void* there = pool.allocate(1010);
+    if (kCacheFreedBlocks) {
+      EXPECT_EQ(there, again);
+    }
+    pool.release(there, 1010);
+  }).join();
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{4096}, size_t{4097}, size_t{70000}}) {
+    void* block = pool.allocate(bytes);
+    EXPECT_TRUE(aligned_to_line(block)) << bytes;
+    static_cast<char*>(block)[bytes == 0 ? 0 : bytes - 1] = 1;  // usable to its end
+    pool.release(block, bytes);
+  }
+  EXPECT_EQ(pool.cached_bytes(), 81920u) << "only the 70000-byte block is pooled (class of 80 KiB)";
+}
+
+}  // namespace
+}  // namespace ordo
