@@ -119,24 +119,34 @@ std::string_view reduce_type_name(ReduceType type) {
   return "unknown";
 }
 
-std::vector<Tensor> all_reduce_list(ReduceType reduce, const std::vector<Tensor>& inputs,
-                                    double scale, const ReplicaGroups& groups) {
-  const std::vector<const Tensor*> in = pointers(inputs);
-  prepare("all_reduce", in, groups, false);
+namespace {
+
+std::vector<Tensor> all_reduce_of(ReduceType reduce, std::span<const Tensor* const> inputs, double scale,
+                                  const ReplicaGroups& groups) {
+  prepare("all_reduce", inputs, groups, false);
   ir::ValueTypes outputs;
-  for (const Tensor& t : inputs) {
-    check_reduce("all_reduce", reduce, t.dtype(), scale);
-    outputs.push_back({t.dtype(), t.shape()});
+  outputs.reserve(inputs.size() + 1);  // and the token's
+  for (const Tensor* t : inputs) {
+    check_reduce("all_reduce", reduce, t->dtype(), scale);
+    outputs.push_back({t->dtype(), t->shape()});
   }
   ir::CollectiveAttrs attrs;
   attrs.reduce = reduce;
   attrs.scale = scale;
   attrs.groups = groups;
-  return record(OpKind::kAllReduce, in, std::move(outputs), std::move(attrs));
+  return record(OpKind::kAllReduce, inputs, std::move(outputs), std::move(attrs));
+}
+
+}  // namespace
+
+std::vector<Tensor> all_reduce_list(ReduceType reduce, const std::vector<Tensor>& inputs,
+                                    double scale, const ReplicaGroups& groups) {
+  return all_reduce_of(reduce, pointers(inputs), scale, groups);
 }
 
 Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale, const ReplicaGroups& groups) {
-  return all_reduce_list(reduce, {input}, scale, groups).front();
+  const Tensor* in[] = {&input};
+  return std::move(all_reduce_of(reduce, in, scale, groups).front());
 }
 
 void all_reduce_inplace(ReduceType reduce, std::vector<Tensor>& inputs, double scale,
