@@ -24,6 +24,12 @@ void* aligned_block(size_t bytes) {
 
 }  // namespace
 
+BufferPool::~BufferPool() {
+  for (auto& [size, blocks] : free_) {
+    for (void* block : blocks) std::free(block);
+  }
+}
+
 size_t BufferPool::size_class(size_t bytes) {
   if (bytes < kMinPooledBytes) return (bytes + kAlignment - 1) / kAlignment * kAlignment;
   const size_t power = std::bit_floor(bytes);

@@ -21,6 +21,9 @@ class BufferPool {
   static constexpr size_t kMinPooledBytes = 64 * 1024;
 
   explicit BufferPool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+  ~BufferPool();  // frees the cached blocks
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
   // 64-byte aligned, at least bytes long; throws std::bad_alloc.
   void* allocate(size_t bytes);
   // bytes is what allocate was asked for.
