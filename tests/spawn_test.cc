@@ -97,20 +97,30 @@ TEST_F(SpawnTest, SpawnedThreadsAreBoundToTheirDevicesCpus) {
       EXPECT_EQ(bound[ordinal], allowed) << "one CPU: nothing to choose";
       continue;
     }
-    const int cpu = allowed[static_cast<size_t>(device::driver_cpu(ordinal, 4)) % allowed.size()];
+    const int index = device::driver_cpu(ordinal, 4, static_cast<int>(allowed.size()));
+    const int cpu = allowed[static_cast<size_t>(index) % allowed.size()];
     EXPECT_EQ(bound[ordinal], std::vector<int>{cpu}) << ordinal;
   }
 }
 
 TEST(CpuPlacementTest, DriversShareTheirWorkersCpuUnlessThereAreTwoCpusPerDevice) {
-  const auto cpus = static_cast<int>(cpus_of_this_thread().size());
-  for (int devices : {1, 2, 3, 4, 8}) {
-    for (int ordinal = 0; ordinal < devices; ++ordinal) {
-      const int expected = 2 * devices <= cpus ? devices + ordinal : device::worker_cpu(ordinal);
-      EXPECT_EQ(device::driver_cpu(ordinal, devices), expected) << ordinal << " of " << devices;
+  struct Case {
+    int devices, cpus;
+    std::vector<int> workers, drivers;  // by ordinal; indices wrap around the CPUs
+  };
+  for (const Case& c : std::vector<Case>{{1, 1, {0}, {0}},
+                                         {1, 2, {0}, {1}},
+                                         {2, 2, {0, 1}, {0, 1}},
+                                         {4, 2, {0, 1, 2, 3}, {0, 1, 2, 3}},
+                                         {4, 7, {0, 1, 2, 3}, {0, 1, 2, 3}},
+                                         {4, 8, {0, 1, 2, 3}, {4, 5, 6, 7}},
+                                         {3, 64, {0, 1, 2}, {3, 4, 5}}}) {
+    for (int ordinal = 0; ordinal < c.devices; ++ordinal) {
+      EXPECT_EQ(device::worker_cpu(ordinal), c.workers[ordinal]);
+      EXPECT_EQ(device::driver_cpu(ordinal, c.devices, c.cpus), c.drivers[ordinal])
+          << "device " << ordinal << " of " << c.devices << " on " << c.cpus << " CPUs";
     }
   }
-  EXPECT_EQ(device::worker_cpu(3), 3);
 }
 
 TEST_F(SpawnTest, BindingChecksTheDeviceAndTakesTheCurrentOneByDefault) {
@@ -119,7 +129,7 @@ TEST_F(SpawnTest, BindingChecksTheDeviceAndTakesTheCurrentOneByDefault) {
     set_current_device(2);
     bind_thread_to_device(-1);
     const std::vector<int> bound = cpus_of_this_thread();
-    if (std::thread::hardware_concurrency() >= 2) {
+    if (device::usable_cpu_count() >= 2) {
       EXPECT_EQ(bound.size(), 1u);
     }
   }).join();
@@ -140,7 +150,9 @@ TEST_F(SpawnTest, ABoundThreadDoesNotNarrowTheCpusOfLaterWorkers) {
   const std::vector<int> allowed = cpus_of_this_thread();
   if (allowed.size() < 2) GTEST_SKIP() << "one CPU: nothing to choose";
   std::vector<std::vector<int>> expected;
-  for (int d = 0; d < 4; ++d) expected.push_back({allowed[static_cast<size_t>(device::worker_cpu(d)) % allowed.size()]});
+  for (int d = 0; d < 4; ++d) {
+    expected.push_back({allowed[static_cast<size_t>(device::worker_cpu(d)) % allowed.size()]});
+  }
   EXPECT_EQ(worker_cpus(), expected);
   // Workers are started by the thread that starts the runtime and inherit
   // its CPUs: restarted from a bound thread, they still spread out.

@@ -45,17 +45,23 @@ class DeviceGuard {
 
 // Runs fn(ordinal) on a thread per device, for ordinals 0..count-1 (count <
 // 0: every device), each thread with its device current and bound to it (see
-// bind_thread_to_device); returns when every call has returned. A call that
-// throws marks its device failed, so that peers waiting for it in a
-// collective fail at once instead of timing out, and once every thread has
-// finished spawn rethrows the first exception thrown. Like torch_xla's
-// xmp.spawn, with threads for processes.
+// bind_thread_to_device); returns when every call has returned. Like
+// torch_xla's xmp.spawn, with threads for processes. With fewer threads than
+// devices, collectives over every device wait for the missing ones (and time
+// out): use replica groups of the spawned devices.
+//
+// A call that throws marks its device failed until shutdown(), so that
+// peers waiting for it in a collective fail at once instead of timing out;
+// once every thread has finished, spawn rethrows the first exception thrown.
+// If a thread cannot be started, the devices without one are marked failed
+// and spawn rethrows that error (std::system_error) once the others finish.
 void spawn(const std::function<void(int)>& fn, int count = -1);
-// Pins the calling thread as the driver of `device` (< 0: its current device), as MPI binds a rank to
-// a core: on the CPU of the device's worker when the devices share the CPUs
-// (then submitting a graph and waiting for it never wakes another CPU), on a
-// CPU of its own when there are two per device. Binding lasts for the
-// thread's life.
+// Pins the calling thread as the driver of `device` (< 0: its current
+// device), as MPI binds a rank to a core: on the CPU of the device's worker
+// when the devices share the CPUs (then submitting a graph and waiting for it
+// never wakes another CPU), on a CPU of its own when there are two per
+// device. Binding lasts for the thread's life, and threads it starts inherit
+// it. ORDO_CPU_BIND=none turns off this and the pinning of workers.
 void bind_thread_to_device(int device);
 
 // Cuts the device's graph: every live pending tensor of the device is

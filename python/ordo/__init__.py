@@ -21,8 +21,8 @@ from ._C import (CcToken, CollectiveError, CollectiveMismatchError, CollectiveTi
 from ._collectives import (REDUCE_AND, REDUCE_MAX, REDUCE_MIN, REDUCE_MUL, REDUCE_OR, REDUCE_SUM, all_gather,
                            all_reduce, all_to_all, collective_broadcast, collective_permute, reduce_gradients,
                            reduce_scatter)
-from ._devices import (Device, bind_thread_to_device, device, devices, get_local_ordinal, get_ordinal, init, is_master_ordinal,
-                       set_device, spawn, world_size, xla_device, xrt_world_size)
+from ._devices import (Device, bind_thread_to_device, device, devices, get_local_ordinal, get_ordinal, init,
+                       is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
 from ._exchange import mesh_reduce, rendezvous
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 

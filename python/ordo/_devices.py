@@ -75,7 +75,9 @@ def set_device(dev):
 def bind_thread_to_device(dev):
     """Pins the calling thread as the driver of a device, as MPI binds a rank
     to a core: on the device's worker's CPU when devices share the CPUs, on
-    a CPU of its own when there are two per device. spawn does this."""
+    a CPU of its own when there are two per device. spawn does this. Threads
+    started by a bound thread inherit its CPU; ORDO_CPU_BIND=none turns all
+    binding off."""
     _C.bind_thread_to_device(_ordinal(dev))
 
 
@@ -104,10 +106,10 @@ def is_master_ordinal(local=True):
 def spawn(fn, args=(), nprocs=None):
     """Calls fn(index, *args) on a thread per device, with that device as the
     thread's device and the thread bound to it (ordo.bind_thread_to_device),
-    and returns the results by ordinal. If a call raises,
-    its device is marked failed (its peers' collectives fail promptly instead
-    of waiting) and spawn raises the first error, saying which ordinal
-    raised it."""
+    and returns the results by ordinal. If a call raises, its device is
+    marked failed (its peers' collectives fail promptly instead of waiting)
+    and spawn raises the first error, saying which ordinal raised it. With nprocs below the number of devices, collectives over
+    every device wait for the missing ones: give them replica groups."""
     count = _C.num_devices() if nprocs is None else int(nprocs)
     if not 1 <= count <= _C.num_devices():
         raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -33,17 +34,21 @@ inline constexpr bool kCacheFreedBlocks = true;
 #endif
 
 // Class c holds blocks of (c + 1) * kGranule bytes, at most kMaxBytesPerClass
-// of them per thread. Tag makes each use its own cache.
+// of them per thread (so at most kClasses * kMaxBytesPerClass in all). Tag
+// makes each use its own cache. The cache neither allocates nor aligns: a
+// block comes back as the caller kept it, so callers keep blocks of one
+// alignment and of their class's full size.
 template <typename Tag, size_t kGranule, size_t kClasses, size_t kMaxBytesPerClass>
 class ThreadBlockCache {
  public:
   static constexpr size_t kMaxBytes = kGranule * kClasses;
   // The class of a request of 1..kMaxBytes bytes, and its blocks' size.
-  static size_t class_of(size_t bytes) { return (bytes + kGranule - 1) / kGranule - 1; }
-  static size_t block_bytes(size_t c) { return (c + 1) * kGranule; }
+  static constexpr size_t class_of(size_t bytes) { return (bytes + kGranule - 1) / kGranule - 1; }
+  static constexpr size_t block_bytes(size_t c) { return (c + 1) * kGranule; }
 
   // A cached block of class c, or nullptr.
   static void* take(size_t c) {
+    assert(c < kClasses);
     FreeBlock* block = t_cache.heads[c];
     if (block == nullptr) return nullptr;
     t_cache.heads[c] = block->next;
@@ -53,9 +58,9 @@ class ThreadBlockCache {
   // Keeps a block of class c for this thread; false when the caller must
   // free it.
   static bool keep(size_t c, void* block) {
-    if (!kCacheFreedBlocks || t_cache.closed || t_cache.counts[c] >= kMaxBytesPerClass / block_bytes(c)) {
-      return false;
-    }
+    assert(c < kClasses);
+    const bool full = (t_cache.counts[c] + 1) * block_bytes(c) > kMaxBytesPerClass;
+    if (!kCacheFreedBlocks || t_cache.closed || full) return false;
     if (!t_cache.closer_armed) t_closer.arm();  // registers its destructor
     t_cache.heads[c] = new (block) FreeBlock{t_cache.heads[c]};
     ++t_cache.counts[c];
@@ -66,6 +71,8 @@ class ThreadBlockCache {
   struct FreeBlock {
     FreeBlock* next;
   };
+  static_assert(kGranule >= sizeof(FreeBlock) && kGranule % alignof(FreeBlock) == 0,
+                "a free block holds its link");
   struct Cache {
     std::array<FreeBlock*, kClasses> heads;
     std::array<size_t, kClasses> counts;

@@ -14,7 +14,9 @@ constexpr size_t kAlignment = 64;
 struct SmallBuffers;
 // Blocks up to 4 KiB are kept per thread: a worker frees most of what it
 // allocates (a step's intermediates) and allocates it again the next step.
-using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, 64, 128 * 1024>;
+// At most 64 KiB per class (64 blocks of 1 KiB), 4 MiB in all. A result the
+// worker made and its reader frees goes to the reader's cache.
+using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, 64, 64 * 1024>;
 
 void* aligned_block(size_t bytes) {
   void* block = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);

@@ -3,13 +3,18 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cstdlib>
+#include <string_view>
 #include <vector>
+
+#include "ordo/error.h"
 
 namespace ordo::device {
 namespace {
 
-// The CPUs the process may use, read once: pinned threads (and the workers
-// they start, which inherit their affinity) must not shrink the set.
+// Read once, by the first thread that asks (the one starting the first
+// runtime, before anything is pinned): pinned threads, and the workers they
+// start, which inherit their affinity, must not shrink the set.
 const std::vector<int>& allowed_cpus() {
   static const std::vector<int> cpus = [] {
     std::vector<int> ids;
@@ -25,6 +30,19 @@ const std::vector<int>& allowed_cpus() {
 
 }  // namespace
 
+bool cpu_binding_enabled() {
+  static const bool enabled = [] {
+    const char* text = std::getenv("ORDO_CPU_BIND");
+    const std::string_view value = text == nullptr ? "" : text;
+    ORDO_ARG_CHECK(value.empty() || value == "cores" || value == "none", "ORDO_CPU_BIND: '", value,
+                   "' is not one of cores, none");
+    return value != "none";
+  }();
+  return enabled;
+}
+
+int usable_cpu_count() { return static_cast<int>(allowed_cpus().size()); }
+
 int worker_cpu(int ordinal) { return ordinal; }
 
 // With two CPUs per device, the driver traces the next step on its own CPU
@@ -33,14 +51,13 @@ int worker_cpu(int ordinal) { return ordinal; }
 // to its worker and back, where a wake-up on another CPU costs an
 // inter-processor interrupt (15-20 us in a virtual machine), and the peers'
 // devices keep the other CPUs.
-int driver_cpu(int ordinal, int num_devices) {
-  const auto cpus = static_cast<int>(allowed_cpus().size());
+int driver_cpu(int ordinal, int num_devices, int cpus) {
   return 2 * num_devices <= cpus ? num_devices + ordinal : worker_cpu(ordinal);
 }
 
 void pin_current_thread(int cpu) {
   const std::vector<int>& cpus = allowed_cpus();
-  if (cpus.size() <= 1) return;
+  if (!cpu_binding_enabled() || cpus.size() <= 1) return;
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpus[static_cast<size_t>(cpu) % cpus.size()], &one);

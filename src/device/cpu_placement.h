@@ -3,16 +3,28 @@
 // collective spin on different CPUs instead of taking turns on one. A thread
 // that drives a device (spawn's) is placed next to that worker when the
 // CPUs are shared anyway, and on a CPU of its own when there are enough.
+//
+// ORDO_CPU_BIND=none turns all pinning off: for hosts shared with other
+// jobs or other ordo processes (each would pin device d to the same CPU),
+// and for device threads that start thread pools of their own (a pinned
+// thread's children inherit its CPU).
 #pragma once
 
 namespace ordo::device {
 
-// The CPU (an index into the CPUs this process was allowed at first use)
-// of device `ordinal`'s worker, and of the thread that drives it.
+// Whether ordo pins threads: ORDO_CPU_BIND unset or "cores" (yes), or
+// "none". Throws InvalidArgument for another value; read once.
+bool cpu_binding_enabled();
+// The CPUs this process was allowed when placement was first asked for.
+int usable_cpu_count();
+
+// The CPU (an index into those CPUs, wrapping around) of device
+// `ordinal`'s worker, and of the thread that drives it.
 int worker_cpu(int ordinal);
-int driver_cpu(int ordinal, int num_devices);
-// Pins the calling thread to that CPU; does nothing where the process has
-// a single CPU or affinity cannot be read or set.
+int driver_cpu(int ordinal, int num_devices, int cpus);
+
+// Pins the calling thread to that CPU; does nothing when binding is off,
+// the process has a single CPU, or affinity cannot be read or set.
 void pin_current_thread(int cpu);
 
 }  // namespace ordo::device

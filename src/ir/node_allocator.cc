@@ -8,7 +8,8 @@ namespace ordo::ir {
 namespace {
 
 struct NodeBlocks;
-// Per class and thread: enough for the graph of a large step.
+// Per class and thread: enough for the graph of a large step (2048 blocks of
+// the largest class), at most 4 MiB in all.
 using Cache = ThreadBlockCache<NodeBlocks, 32, kMaxCachedBytes / 32, 512 * 1024>;
 
 }  // namespace

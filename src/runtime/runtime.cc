@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "comm/in_process/in_process_communicator.h"
+#include "device/cpu_placement.h"
 #include "ordo/error.h"
 #include "ordo/runtime.h"
 
@@ -50,6 +51,9 @@ void start_locked(int n) {
 Runtime::Runtime(int num_devices, uint64_t generation)
     : generation_(generation),
       communicator_(std::make_unique<comm::InProcessCommunicator>(num_devices)) {
+  // Before any worker starts: a bad ORDO_CPU_BIND fails here, and the CPUs
+  // are read from this thread, not from a pinned one.
+  if (device::cpu_binding_enabled()) device::usable_cpu_count();
   for (int i = 0; i < num_devices; ++i) {
     graphs_.push_back(std::make_unique<lazy::DeviceGraph>(i));
     devices_.push_back(std::make_unique<device::Device>(i, *communicator_));

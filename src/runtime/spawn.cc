@@ -1,7 +1,8 @@
 // ordo::spawn and the binding of driver threads to devices.
+#include <cxxabi.h>
+
 #include <exception>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -24,11 +25,22 @@ std::string describe_exception(const std::exception_ptr& error) {
   }
 }
 
+// Declares a device gone on the way out of a failed spawn thread. Never
+// throws: the thread would end the process. If the runtime itself is gone
+// (fn shut it down), there are no peers left to tell.
+void mark_failed_quietly(int ordinal, const std::string& reason) noexcept {
+  try {
+    mark_device_failed(ordinal, reason);
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 void bind_thread_to_device(int device) {
   const int ordinal = runtime::resolve_device(device);
-  device::pin_current_thread(device::driver_cpu(ordinal, runtime::get().num_devices()));
+  device::pin_current_thread(
+      device::driver_cpu(ordinal, runtime::get().num_devices(), device::usable_cpu_count()));
 }
 
 void spawn(const std::function<void(int)>& fn, int count) {
@@ -48,23 +60,26 @@ void spawn(const std::function<void(int)>& fn, int count) {
         bind_thread_to_device(ordinal);
         DeviceGuard on(ordinal);
         fn(ordinal);
+      } catch (abi::__forced_unwind&) {  // pthread_exit or cancellation: let it unwind
+        mark_failed_quietly(ordinal, "its spawn thread was cancelled");
+        throw;
       } catch (...) {
         const std::exception_ptr error = std::current_exception();
         {
           std::lock_guard<std::mutex> lock(mu);
           if (!first_error) first_error = error;
         }
-        mark_device_failed(ordinal, "its spawn function threw: " + describe_exception(error));
+        mark_failed_quietly(ordinal, "its spawn function threw: " + describe_exception(error));
       }
     };
     try {
       threads.emplace_back(run);
-    } catch (const std::system_error& e) {
+    } catch (...) {
       // The devices that got no thread are gone: their peers fail instead
       // of waiting for them.
-      for (int unstarted = ordinal; unstarted < count; ++unstarted) {
-        mark_device_failed(unstarted, str_cat("spawn could not start its thread: ", e.what()));
-      }
+      const std::string reason =
+          "spawn could not start its thread: " + describe_exception(std::current_exception());
+      for (int unstarted = ordinal; unstarted < count; ++unstarted) mark_failed_quietly(unstarted, reason);
       join_all();
       throw;
     }

@@ -15,7 +15,8 @@ import pytest
 import ordo
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
-CONFIG_VARIABLES = ("ORDO_NUM_DEVICES", "ORDO_COLLECTIVE_TIMEOUT_SECONDS", "ORDO_COLLECTIVE_WARN_SECONDS")
+CONFIG_VARIABLES = ("ORDO_NUM_DEVICES", "ORDO_COLLECTIVE_TIMEOUT_SECONDS", "ORDO_COLLECTIVE_WARN_SECONDS",
+                    "ORDO_CPU_BIND")
 
 
 def run_python(code, timeout=60, **environment):
@@ -50,6 +51,27 @@ CONFIGURATION = """
 ], ids=["defaults", "3 devices", "timeouts", "not a number", "zero"])
 def test_configuration_from_the_environment(environment, expected):
     assert run_python(CONFIGURATION, **environment) == expected
+
+
+CPU_BINDING = """
+    import json, os, ordo
+    try:
+        result = [sorted(cpus) for cpus in ordo.spawn(lambda index: os.sched_getaffinity(0))]
+    except Exception as error:
+        result = [type(error).__name__, str(error)]
+    print(json.dumps(result))
+"""
+
+
+def test_cpu_binding_follows_the_environment():
+    allowed = sorted(os.sched_getaffinity(0))
+    bound = run_python(CPU_BINDING, ORDO_NUM_DEVICES="2")
+    unbound = run_python(CPU_BINDING, ORDO_NUM_DEVICES="2", ORDO_CPU_BIND="none")
+    assert unbound == [allowed, allowed]
+    assert bound == unbound if len(allowed) == 1 else all(len(cpus) == 1 for cpus in bound)
+    assert run_python(CPU_BINDING, ORDO_CPU_BIND="cores") == run_python(CPU_BINDING)
+    assert run_python(CPU_BINDING, ORDO_CPU_BIND="sideways") == [
+        "ValueError", "ORDO_CPU_BIND: 'sideways' is not one of cores, none"]
 
 
 def test_init_and_shutdown():
