@@ -23,6 +23,7 @@ from ._collectives import (REDUCE_AND, REDUCE_MAX, REDUCE_MIN, REDUCE_MUL, REDUC
                            reduce_scatter)
 from ._devices import (Device, bind_thread_to_device, device, devices, get_local_ordinal, get_ordinal, init,
                        is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
+from ._devices import _ordinal
 from ._exchange import mesh_reduce, rendezvous
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 
@@ -60,6 +61,14 @@ def mark_step(wait=False):
     _C.mark_step()
     if wait:
         _C.wait_device_ops(_C.current_device())
+
+
+def drop_pending_graph(device=None):
+    """Drops a device's pending graph (default: the calling thread's) instead
+    of running it: its pending tensors lose their values (reading them raises
+    ExecutionError), its cc token is reset, and peers waiting in its
+    collectives fail at once instead of timing out."""
+    _C.drop_pending_graph(_ordinal(device))
 
 
 def wait_device_ops(devices=()):

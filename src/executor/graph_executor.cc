@@ -4,6 +4,7 @@
 #include "executor/compiler.h"
 #include "executor/lowering.h"
 #include "executor/run.h"
+#include "ir/collective_attrs.h"
 #include "lazy/trace.h"
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"
@@ -95,6 +96,54 @@ void wait_device_ops(int device) {
 void wait_device_ops() {
   runtime::Runtime& rt = runtime::get();
   for (int d = 0; d < rt.num_devices(); ++d) rt.device(d).worker().drain();
+}
+
+void drop_pending_graph(int device) {
+  runtime::Runtime& rt = runtime::get();
+  const int ordinal = runtime::resolve_device(device);
+  device::Device& dev = rt.device(ordinal);
+  lazy::DeviceGraph& graph = rt.graph(ordinal);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  const std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
+  const std::vector<ir::Value> roots = graph.roots_of(tensors);
+  if (roots.empty()) return;
+  struct Abandoned {
+    ir::OpKind op;
+    ir::CollectiveAttrs attrs;
+  };
+  std::vector<Abandoned> collectives;
+  {
+    // In post-order, a token chain's collectives come in the chain's order.
+    const executor::LoweredGraph lowered = executor::lower(roots);
+    for (const ir::Node* node : lowered.nodes) {
+      if (ir::op_group(node->op()) == ir::OpGroup::kCollective) {
+        collectives.push_back({node->op(), ir::decode_collective(node->attrs())});
+      }
+    }
+  }
+  const device::Failure dropped{
+      ErrorCode::kExecution,
+      str_cat("the value of this tensor was dropped with drop_pending_graph(", ordinal,
+              ") before it was computed")};
+  for (const auto& tensor : tensors) {
+    auto data = std::make_shared<device::DeviceData>(tensor->dtype, tensor->shape);
+    data->fail(dropped);
+    tensor->data = std::move(data);
+    tensor->value = {};
+  }
+  graph.pending_list.clear();
+  graph.cc_token = {};
+  ++graph.cuts;
+  if (collectives.empty()) return;
+  // On the worker, after the graphs submitted before (under the graph
+  // mutex, like a cut): a device's collectives are numbered in the order its
+  // worker reaches them.
+  dev.worker().submit([collectives = std::move(collectives), &dev, ordinal] {
+    for (const Abandoned& c : collectives) {
+      dev.communicator().abandon(c.op, c.attrs, ordinal,
+                                 "its pending graph was dropped (drop_pending_graph)");
+    }
+  });
 }
 
 std::string dump_pending_graph(int device) {

@@ -19,6 +19,8 @@ void bind_runtime(py::module_& m) {
   m.def("set_current_device", &set_current_device);
   m.def("bind_thread_to_device", &bind_thread_to_device);
   m.def("mark_step", &mark_step, py::arg("device") = -1, GilRelease());
+  m.def("drop_pending_graph", &drop_pending_graph, py::arg("device") = -1, GilRelease());
+  m.def("_clear_pending_irs", &drop_pending_graph, py::arg("device") = -1, GilRelease());  // torch_xla's
   m.def("wait_device_ops", py::overload_cast<int>(&wait_device_ops), GilRelease());
   m.def("wait_all_device_ops", py::overload_cast<>(&wait_device_ops), GilRelease());
   m.def("dump_pending_graph", &dump_pending_graph, py::arg("device") = -1);

@@ -396,3 +396,42 @@ def test_bad_runtime_arguments(call, error, fragment):
     with pytest.raises(error, match=fragment):
         call()
     assert C.collective_timeouts() == timeouts and ordo.world_size() == 4
+
+
+# ---- Dropping a pending graph. ----
+
+
+def test_drop_pending_graph_drops_values_resets_the_token_and_fails_peers_promptly(bounded_timeouts):
+    def step(index):
+        kept = ordo.ones(2) * 2.0
+        ordo.mark_step()
+        pending = kept + 1.0
+        reduced = ordo.all_reduce(ordo.REDUCE_SUM, kept)
+        if index == 0:
+            assert C._get_cc_token(0) is not None
+            ordo.drop_pending_graph()
+            assert C._get_cc_token(0) is None
+            with pytest.raises(ordo.ExecutionError, match=r"dropped with drop_pending_graph\(0\)"):
+                pending.numpy()
+        else:
+            # The graph that held the collective failed as a whole.
+            with pytest.raises(ordo.CollectiveError, match="device 0 will not join .*dropped"):
+                reduced.numpy()
+        # Later collectives meet as usual, and kept data was never touched.
+        total = ordo.all_reduce(ordo.REDUCE_SUM, kept).numpy().tolist()
+        return kept.numpy().tolist(), total
+
+    start = time.monotonic()
+    outcomes = spmd.spawn_outcomes(step)
+    assert time.monotonic() - start < bounded_timeouts / 2
+    world = ordo.world_size()
+    assert outcomes == [([2.0, 2.0], [2.0 * world] * 2)] * world
+
+
+def test_clear_pending_irs_is_torch_xlas_name_for_it():
+    x = ordo.ones(3) + 1.0
+    C._clear_pending_irs(C.current_device())
+    with pytest.raises(ordo.ExecutionError, match="dropped"):
+        x.numpy()
+    with pytest.raises(ValueError, match="device 99"):
+        ordo.drop_pending_graph(99)

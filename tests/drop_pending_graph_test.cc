@@ -1,0 +1,113 @@
+// drop_pending_graph: a device's pending graph is thrown away instead of run;
+// its tensors say so when read, its token slot starts afresh and peers of its
+// collectives fail at once.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "spmd.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using testing::run_on_devices;
+
+class DropPendingGraphTest : public testing::FourDeviceTest {
+ protected:
+  void TearDown() override {
+    set_collective_timeouts({});
+    testing::FourDeviceTest::TearDown();
+  }
+};
+
+template <typename E>
+std::string error_reading(const Tensor& t) {
+  try {
+    t.to_vector<float>();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("wrong exception: ") + e.what();
+  }
+  return "no exception";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST_F(DropPendingGraphTest, PendingTensorsLoseTheirValuesAndDataStays) {
+  Tensor kept = ones({3}) * 2.0;
+  mark_step();
+  Tensor pending = kept + 1.0;
+  Tensor also_pending = exp(pending);
+  drop_pending_graph();
+  EXPECT_PRED2(contains, error_reading<ExecutionError>(pending), "dropped with drop_pending_graph(0)");
+  EXPECT_PRED2(contains, error_reading<ExecutionError>(also_pending), "before it was computed");
+  EXPECT_EQ(kept.to_vector<float>(), (std::vector<float>{2, 2, 2}));
+  // Computing with a dropped tensor fails when read, naming why.
+  Tensor derived = pending * 3.0;
+  EXPECT_PRED2(contains, error_reading<ExecutionError>(derived), "dropped with drop_pending_graph(0)");
+  // The device goes on: new work runs, and nothing is left pending.
+  EXPECT_EQ((kept * kept).to_vector<float>(), (std::vector<float>{4, 4, 4}));
+  EXPECT_EQ(dump_pending_graph().find("%"), std::string::npos) << dump_pending_graph();
+}
+
+TEST_F(DropPendingGraphTest, OnlyTheGivenDeviceIsDropped) {
+  Tensor on_one = full({2}, 5.0, DType::kFloat32, 1) + 1.0;
+  Tensor on_zero = ones({2}) + 1.0;
+  drop_pending_graph(1);
+  EXPECT_EQ(on_zero.to_vector<float>(), (std::vector<float>{2, 2}));
+  EXPECT_PRED2(contains, error_reading<ExecutionError>(on_one), "drop_pending_graph(1)");
+  drop_pending_graph(2);  // nothing pending: nothing to do
+  EXPECT_THROW(drop_pending_graph(4), InvalidArgument);
+}
+
+TEST_F(DropPendingGraphTest, TheTokenSlotStartsAfresh) {
+  Tensor reduced = all_reduce(ReduceType::kSum, ones({2}));
+  const CcToken before = get_cc_token(0);
+  ASSERT_TRUE(before.defined());
+  drop_pending_graph();
+  EXPECT_FALSE(get_cc_token(0).defined());
+  // A token of the dropped graph counts as fresh.
+  set_cc_token(0, before);
+  EXPECT_FALSE(get_cc_token(0).defined());
+}
+
+TEST_F(DropPendingGraphTest, PeersOfDroppedCollectivesFailAtOnceAndLaterOnesStayAligned) {
+  // Far longer than the test takes: peers must fail because device 3
+  // abandoned the collective, not because they timed out.
+  set_collective_timeouts({60.0, 120.0});
+  auto outcomes = run_on_devices<float>(4, [](int d) {
+    Tensor first = all_reduce(ReduceType::kSum, full({2}, d + 1.0, DType::kFloat32));
+    if (d == 3) {
+      drop_pending_graph();
+    } else {
+      EXPECT_PRED2(contains, error_reading<CollectiveError>(first), "device 3 will not join");
+      EXPECT_PRED2(contains, error_reading<CollectiveError>(first), "dropped");
+    }
+    // The next collective meets as usual on every device.
+    return all_reduce(ReduceType::kSum, full({2}, d + 1.0, DType::kFloat32)).to_vector<float>()[0];
+  });
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(outcomes[d].get(), 10.0f) << d;
+}
+
+TEST_F(DropPendingGraphTest, ChainedCollectivesAreAbandonedInOrder) {
+  set_collective_timeouts({60.0, 120.0});
+  auto outcomes = run_on_devices<std::vector<float>>(4, [](int d) {
+    Tensor x = full({4}, d + 1.0, DType::kFloat32);
+    mark_step();  // x holds data: the drop leaves it alone
+    Tensor summed = all_reduce(ReduceType::kSum, x);
+    Tensor gathered = all_gather(summed, 0);
+    Tensor maxed = all_reduce(ReduceType::kMax, gathered);
+    if (d == 0) {
+      drop_pending_graph();
+    } else {
+      EXPECT_PRED2(contains, error_reading<CollectiveError>(maxed), "device 0 will not join");
+    }
+    return all_reduce(ReduceType::kMin, x).to_vector<float>();
+  });
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(outcomes[d].get(), std::vector<float>(4, 1.0f)) << d;
+}
+
+}  // namespace
+}  // namespace ordo
