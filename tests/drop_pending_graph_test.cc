@@ -3,7 +3,9 @@
 // collectives fail at once.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "spmd.h"
 #include "test_util.h"
@@ -107,6 +109,27 @@ TEST_F(DropPendingGraphTest, ChainedCollectivesAreAbandonedInOrder) {
     return all_reduce(ReduceType::kMin, x).to_vector<float>();
   });
   for (int d = 0; d < 4; ++d) EXPECT_EQ(outcomes[d].get(), std::vector<float>(4, 1.0f)) << d;
+}
+
+TEST_F(DropPendingGraphTest, DropsRaceSafelyWithTracingAndReadingOnTheDevice) {
+  std::atomic<bool> tracing{true};
+  int computed = 0, dropped = 0;
+  std::thread reader([&] {
+    for (int i = 0; i < 300; ++i) {
+      Tensor t = (ones({8}) + static_cast<double>(i)) * 2.0;
+      try {
+        EXPECT_EQ(t.to_vector<float>()[0], 2.0f * (i + 1));
+        ++computed;
+      } catch (const ExecutionError& e) {
+        EXPECT_PRED2(contains, e.what(), "dropped with drop_pending_graph(0)");
+        ++dropped;
+      }
+    }
+    tracing = false;
+  });
+  while (tracing) drop_pending_graph(0);
+  reader.join();
+  EXPECT_EQ(computed + dropped, 300);
 }
 
 }  // namespace
