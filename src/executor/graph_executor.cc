@@ -125,25 +125,32 @@ void drop_pending_graph(int device) {
       ErrorCode::kExecution,
       str_cat("the value of this tensor was dropped with drop_pending_graph(", ordinal,
               ") before it was computed")};
+  // Everything that may throw comes first, so that a failure leaves the
+  // graph as it was.
+  std::vector<std::shared_ptr<device::DeviceData>> failed;
+  failed.reserve(tensors.size());
   for (const auto& tensor : tensors) {
-    auto data = std::make_shared<device::DeviceData>(tensor->dtype, tensor->shape);
-    data->fail(dropped);
-    tensor->data = std::move(data);
-    tensor->value = {};
+    failed.push_back(std::make_shared<device::DeviceData>(tensor->dtype, tensor->shape));
+    failed.back()->fail(dropped);
+  }
+  if (!collectives.empty()) {
+    // On the worker, after the graphs submitted before (under the graph
+    // mutex, like a cut): a device's collectives are numbered in the order
+    // its worker reaches them.
+    dev.worker().submit([collectives = std::move(collectives), &dev, ordinal] {
+      for (const Abandoned& c : collectives) {
+        dev.communicator().abandon(c.op, c.attrs, ordinal,
+                                   "its pending graph was dropped (drop_pending_graph)");
+      }
+    });
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    tensors[i]->data = std::move(failed[i]);
+    tensors[i]->value = {};
   }
   graph.pending_list.clear();
   graph.cc_token = {};
   ++graph.cuts;
-  if (collectives.empty()) return;
-  // On the worker, after the graphs submitted before (under the graph
-  // mutex, like a cut): a device's collectives are numbered in the order its
-  // worker reaches them.
-  dev.worker().submit([collectives = std::move(collectives), &dev, ordinal] {
-    for (const Abandoned& c : collectives) {
-      dev.communicator().abandon(c.op, c.attrs, ordinal,
-                                 "its pending graph was dropped (drop_pending_graph)");
-    }
-  });
 }
 
 std::string dump_pending_graph(int device) {
