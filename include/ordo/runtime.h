@@ -71,12 +71,14 @@ void bind_thread_to_device(int device);
 void mark_step(int device = -1);
 // Drops the device's pending graph instead of running it (torch_xla's
 // _clear_pending_irs): every live pending tensor of the device loses its
-// value, so reading it or computing with it raises ExecutionError saying it
-// was dropped; tensors that hold data keep it. The device's cc token slot is
-// reset, and the graph's collectives are abandoned in their chain's order,
-// after everything submitted so far: peers that run them fail at once,
-// naming this device, instead of timing out, and later collectives stay
-// aligned.
+// value (an in-place update not yet run included), so reading it raises
+// ExecutionError saying it was dropped, and so does tracing an op on it;
+// tensors that hold data keep it. The device's cc token slot is reset, and
+// the graph's collectives are abandoned in their chain's order, after
+// everything submitted so far: peers that run them fail at once, naming
+// this device, instead of timing out, and later collectives stay aligned
+// (with token edges on: without them, a collective nobody kept a result of
+// is in no graph, dropped or cut).
 void drop_pending_graph(int device = -1);
 // Waits until the device's worker has run everything submitted so far.
 void wait_device_ops(int device);

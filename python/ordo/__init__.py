@@ -65,9 +65,10 @@ def mark_step(wait=False):
 
 def drop_pending_graph(device=None):
     """Drops a device's pending graph (default: the calling thread's) instead
-    of running it: its pending tensors lose their values (reading them raises
-    ExecutionError), its cc token is reset, and peers waiting in its
-    collectives fail at once instead of timing out."""
+    of running it: its pending tensors lose their values (reading them, or
+    using them in an op, raises ExecutionError), its cc token is reset, and
+    peers waiting in its collectives fail at once instead of timing out.
+    torch_xla's name for it is ordo._C._clear_pending_irs(str(device))."""
     _C.drop_pending_graph(_ordinal(device))
 
 

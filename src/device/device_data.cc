@@ -1,11 +1,17 @@
 #include "device/device_data.h"
 
-
 namespace ordo::device {
 
 std::shared_ptr<DeviceData> DeviceData::ready(std::shared_ptr<const Buffer> buffer) {
   auto data = std::make_shared<DeviceData>(buffer->dtype, buffer->shape);
   data->fulfil(std::move(buffer));
+  return data;
+}
+
+std::shared_ptr<DeviceData> DeviceData::dropped(DType dtype, Shape shape, Failure why) {
+  auto data = std::make_shared<DeviceData>(dtype, std::move(shape));
+  data->dropped_ = true;
+  data->fail(std::move(why));
   return data;
 }
 

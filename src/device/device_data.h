@@ -28,6 +28,9 @@ class DeviceData {
  public:
   DeviceData(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {}
   static std::shared_ptr<DeviceData> ready(std::shared_ptr<const Buffer> buffer);
+  // The value of a tensor that will never be computed (its graph was
+  // dropped): failed from the start, and refused as an input when traced.
+  static std::shared_ptr<DeviceData> dropped(DType dtype, Shape shape, Failure why);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -37,6 +40,7 @@ class DeviceData {
   void fail(Failure failure);
 
   bool is_done() const { return state_.load(std::memory_order_acquire) != kPending; }
+  bool is_dropped() const { return dropped_; }
   // Blocks until done; rethrows the failure if the producing graph failed.
   const std::shared_ptr<const Buffer>& wait() const;
 
@@ -45,6 +49,7 @@ class DeviceData {
   const DType dtype_;
   const Shape shape_;
   std::atomic<int> state_{kPending};
+  bool dropped_ = false;  // set before the value is shared
   std::shared_ptr<const Buffer> buffer_;
   Failure failure_;
 };

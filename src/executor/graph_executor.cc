@@ -99,6 +99,8 @@ void wait_device_ops() {
 }
 
 void drop_pending_graph(int device) {
+  ORDO_ARG_CHECK(device >= -1, "drop_pending_graph: device ", device,
+                 " does not exist (-1 is the calling thread's device)");
   runtime::Runtime& rt = runtime::get();
   const int ordinal = runtime::resolve_device(device);
   device::Device& dev = rt.device(ordinal);
@@ -130,8 +132,7 @@ void drop_pending_graph(int device) {
   std::vector<std::shared_ptr<device::DeviceData>> failed;
   failed.reserve(tensors.size());
   for (const auto& tensor : tensors) {
-    failed.push_back(std::make_shared<device::DeviceData>(tensor->dtype, tensor->shape));
-    failed.back()->fail(dropped);
+    failed.push_back(device::DeviceData::dropped(tensor->dtype, tensor->shape, dropped));
   }
   if (!collectives.empty()) {
     // On the worker, after the graphs submitted before (under the graph

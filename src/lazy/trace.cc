@@ -44,6 +44,12 @@ std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
   std::vector<Tensor> results;
   results.reserve(outputs.size());
   std::lock_guard<std::mutex> lock(graph.mu);
+  for (const Tensor* input : inputs) {
+    // A dropped value is refused here, where the caller can see why, rather
+    // than failing the whole graph that would use it.
+    const TensorImpl& impl = *input->impl();
+    if (impl.data && impl.data->is_dropped()) impl.data->wait();
+  }
   for (const Tensor* input : inputs) operands.push_back(value_of(*input->impl()));
   if (chain_token) {
     if (!graph.cc_token.node) {

@@ -1,4 +1,8 @@
 // Devices, steps, the compile cache, collectives and the cc token.
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
 #include "python/module.h"
 
 namespace ordo::python {
@@ -7,6 +11,24 @@ namespace {
 using GilRelease = py::call_guard<py::gil_scoped_release>;
 
 ReplicaGroups to_groups(const std::optional<ReplicaGroups>& groups) { return groups.value_or(ReplicaGroups{}); }
+
+// torch_xla's name for drop_pending_graph, which takes the device as a
+// string ("ordo:1" here, as str(ordo.xla_device()) gives) or an ordinal.
+void clear_pending_irs(const py::object& device) {
+  int ordinal = 0;
+  if (py::isinstance<py::str>(device)) {
+    const std::string text = device.cast<std::string>();
+    const std::string_view prefix = "ordo:";
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data() + std::min(text.size(), prefix.size()), end, ordinal);
+    ORDO_ARG_CHECK(text.starts_with(prefix) && ec == std::errc() && ptr == end, "_clear_pending_irs: '", text,
+                   "' is not a device such as 'ordo:0'");
+  } else {
+    ordinal = device.cast<int>();
+  }
+  py::gil_scoped_release release;
+  drop_pending_graph(ordinal);
+}
 
 }  // namespace
 
@@ -20,7 +42,7 @@ void bind_runtime(py::module_& m) {
   m.def("bind_thread_to_device", &bind_thread_to_device);
   m.def("mark_step", &mark_step, py::arg("device") = -1, GilRelease());
   m.def("drop_pending_graph", &drop_pending_graph, py::arg("device") = -1, GilRelease());
-  m.def("_clear_pending_irs", &drop_pending_graph, py::arg("device") = -1, GilRelease());  // torch_xla's
+  m.def("_clear_pending_irs", &clear_pending_irs, py::arg("device"));
   m.def("wait_device_ops", py::overload_cast<int>(&wait_device_ops), GilRelease());
   m.def("wait_all_device_ops", py::overload_cast<>(&wait_device_ops), GilRelease());
   m.def("dump_pending_graph", &dump_pending_graph, py::arg("device") = -1);

@@ -428,10 +428,28 @@ def test_drop_pending_graph_drops_values_resets_the_token_and_fails_peers_prompt
     assert outcomes == [([2.0, 2.0], [2.0 * world] * 2)] * world
 
 
-def test_clear_pending_irs_is_torch_xlas_name_for_it():
+def test_a_dropped_tensor_is_refused_as_an_input_and_costs_nothing_else():
     x = ordo.ones(3) + 1.0
-    C._clear_pending_irs(C.current_device())
+    ordo.drop_pending_graph()
+    with pytest.raises(ordo.ExecutionError, match="dropped"):
+        x * 2.0
+    y = ordo.ones(3) * 3.0
+    ordo.mark_step()  # no failure to report
+    assert y.numpy().tolist() == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.parametrize("device", [0, "ordo:0"])
+def test_clear_pending_irs_is_torch_xlas_name_for_it(device):
+    x = ordo.ones(3) + 1.0
+    C._clear_pending_irs(device)
     with pytest.raises(ordo.ExecutionError, match="dropped"):
         x.numpy()
+
+
+def test_dropping_checks_the_device():
     with pytest.raises(ValueError, match="device 99"):
         ordo.drop_pending_graph(99)
+    with pytest.raises(ValueError, match="'xla:0' is not a device"):
+        C._clear_pending_irs("xla:0")
+    with pytest.raises(ValueError, match="device -2 does not exist"):
+        C._clear_pending_irs(-2)
