@@ -19,6 +19,10 @@ class BufferPool {
   // the ones it freed (see thread_block_cache.h), the rest go to the C
   // library.
   static constexpr size_t kMinPooledBytes = 64 * 1024;
+  // Blocks of at least this size are aligned to (and padded to whole) huge
+  // pages of kHugePageBytes, and advised to be backed by them.
+  static constexpr size_t kMinHugePageBytes = size_t{4} << 20;
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
 
   explicit BufferPool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
   ~BufferPool();  // frees the cached blocks

@@ -74,8 +74,8 @@ Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
   return {device, world, group_size};
 }
 
-std::vector<Tensor> record(OpKind op, std::span<const Tensor* const> inputs,
-                           ir::ValueTypes outputs, ir::CollectiveAttrs attrs) {
+lazy::Tensors record(OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
+                     ir::CollectiveAttrs attrs) {
   attrs.token_operand = g_token_edges.load(std::memory_order_relaxed);
   outputs.push_back(ir::ValueType::token());
   return lazy::trace(op, inputs, std::move(outputs), ir::encode(attrs), attrs.token_operand);
@@ -121,8 +121,8 @@ std::string_view reduce_type_name(ReduceType type) {
 
 namespace {
 
-std::vector<Tensor> all_reduce_of(ReduceType reduce, std::span<const Tensor* const> inputs, double scale,
-                                  const ReplicaGroups& groups) {
+lazy::Tensors all_reduce_of(ReduceType reduce, std::span<const Tensor* const> inputs, double scale,
+                            const ReplicaGroups& groups) {
   prepare("all_reduce", inputs, groups, false);
   ir::ValueTypes outputs;
   outputs.reserve(inputs.size() + 1);  // and the token's
@@ -141,7 +141,8 @@ std::vector<Tensor> all_reduce_of(ReduceType reduce, std::span<const Tensor* con
 
 std::vector<Tensor> all_reduce_list(ReduceType reduce, const std::vector<Tensor>& inputs,
                                     double scale, const ReplicaGroups& groups) {
-  return all_reduce_of(reduce, pointers(inputs), scale, groups);
+  const lazy::Tensors results = all_reduce_of(reduce, pointers(inputs), scale, groups);
+  return {results.begin(), results.end()};
 }
 
 Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale, const ReplicaGroups& groups) {
@@ -229,7 +230,7 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const 
   ir::CollectiveAttrs attrs;
   attrs.dim0 = root_ordinal;
   attrs.groups = groups;
-  std::vector<Tensor> results = record(OpKind::kCollectiveBroadcast, in, std::move(outputs), std::move(attrs));
+  const lazy::Tensors results = record(OpKind::kCollectiveBroadcast, in, std::move(outputs), std::move(attrs));
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(results[i]);
 }
 

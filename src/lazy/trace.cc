@@ -34,14 +34,14 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
   return device;
 }
 
-std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
-                          ir::ValueTypes outputs, ir::Attrs attrs, bool chain_token) {
+Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
+              ir::Attrs attrs, bool chain_token) {
   const int device = inputs.front()->impl()->device;
   runtime::Runtime& rt = runtime::get();
   DeviceGraph& graph = rt.graph(device);
   ir::ValueList operands;
   operands.reserve(inputs.size() + 1);
-  std::vector<Tensor> results;
+  Tensors results;
   results.reserve(outputs.size());
   std::lock_guard<std::mutex> lock(graph.mu);
   for (const Tensor* input : inputs) {

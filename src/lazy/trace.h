@@ -22,14 +22,17 @@ ir::Value value_of(TensorImpl& tensor);
 // device; returns that device. `what` names the op in errors.
 int common_device(std::string_view what, std::span<const Tensor* const> inputs);
 
+// The tensors an op returns. From the node allocator: most ops return one,
+// at the rate of ops.
+using Tensors = std::vector<Tensor, ir::NodeAllocator<Tensor>>;
+
 // Records op over the inputs and returns one tensor per non-token output.
 // Inputs must have passed common_device. With chain_token the node also
 // takes the device's cc token (a fresh leaf if the slot is empty) as its last
 // operand, and its token output becomes the slot's new token, all under one
 // hold of the graph mutex.
-std::vector<Tensor> trace(ir::OpKind op, std::span<const Tensor* const> inputs,
-                          ir::ValueTypes outputs, ir::Attrs attrs = {},
-                          bool chain_token = false);
+Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
+              ir::Attrs attrs = {}, bool chain_token = false);
 
 // The single-output form most builders use.
 Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::ValueType output,
