@@ -114,5 +114,20 @@ TEST(BufferPoolTest, SmallBlocksAreAlignedAndReusedByTheThreadThatFreedThem) {
   EXPECT_EQ(pool.cached_bytes(), 81920u) << "only the 70000-byte block is pooled (class of 80 KiB)";
 }
 
+TEST(BufferPoolTest, LargeBlocksSitOnWholeHugePages) {
+  device::BufferPool pool(64 << 20);
+  // Sizes round up to their class first: 4 MiB - 1 is in the 4 MiB class.
+  for (size_t bytes : {size_t{3} << 20, device::BufferPool::kMinHugePageBytes - 1, size_t{5} << 20,
+                       (size_t{9} << 20) + 3}) {
+    void* block = pool.allocate(bytes);
+    if (bytes > (size_t{3} << 20)) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % device::BufferPool::kHugePageBytes, 0u) << bytes;
+    }
+    EXPECT_TRUE(aligned_to_line(block)) << bytes;
+    static_cast<char*>(block)[bytes - 1] = 1;  // usable to its end
+    pool.release(block, bytes);
+  }
+}
+
 }  // namespace
 }  // namespace ordo
