@@ -7,11 +7,9 @@
 // Exits non-zero if anything does not match.
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ordo/ordo.h"
@@ -94,17 +92,6 @@ void tour(int d) {
   report(d, "collective_broadcast", broadcast[0].to_vector<float>(), {102, 102});
 }
 
-void on_every_device(const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int d = 0; d < kDevices; ++d) {
-    threads.emplace_back([d, &body] {
-      ordo::DeviceGuard on(d);
-      body(d);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-}
-
 }  // namespace
 
 int main() {
@@ -113,7 +100,7 @@ int main() {
 
   std::printf("1. data-parallel linear regression, gradients averaged by all_reduce, %d steps\n", kSteps);
   std::vector<std::vector<float>> weights(kDevices);
-  on_every_device([&](int d) { weights[d] = train(d); });
+  ordo::spawn([&](int d) { weights[d] = train(d); });
   for (int d = 0; d < kDevices; ++d) {
     bool close = true;
     for (int64_t i = 0; i < kFeatures; ++i) close = close && std::fabs(weights[d][i] - float(i + 1)) < 0.05f;
@@ -125,7 +112,7 @@ int main() {
 
   std::printf("\n2. every collective (values the same as torch_xla's xla_model would give)\n");
   g_lines.resize(kDevices);
-  on_every_device(tour);
+  ordo::spawn(tour);
   for (const auto& lines : g_lines) {
     for (const std::string& line : lines) std::printf("%s\n", line.c_str());
   }
