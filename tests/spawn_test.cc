@@ -88,6 +88,17 @@ TEST_F(SpawnTest, TheFirstExceptionIsRethrownAndPeersFailInsteadOfWaiting) {
   }
 }
 
+TEST_F(SpawnTest, AThreadEndedEarlyCountsAsAFailure) {
+  try {
+    spawn([](int ordinal) {
+      if (ordinal == 2) pthread_exit(nullptr);
+    });
+    ADD_FAILURE() << "spawn returned";
+  } catch (const ExecutionError& e) {
+    EXPECT_PRED_FORMAT2(::testing::IsSubstring, "device 2 ended before its function returned", e.what());
+  }
+}
+
 TEST_F(SpawnTest, SpawnedThreadsAreBoundToTheirDevicesCpus) {
   const std::vector<int> allowed = cpus_of_this_thread();
   std::vector<std::vector<int>> bound(4);

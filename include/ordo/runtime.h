@@ -52,7 +52,8 @@ class DeviceGuard {
 //
 // A call that throws marks its device failed until shutdown(), so that
 // peers waiting for it in a collective fail at once instead of timing out;
-// once every thread has finished, spawn rethrows the first exception thrown.
+// once every thread has finished, spawn rethrows the first exception thrown
+// (a thread ended by pthread_exit or cancellation counts as ExecutionError).
 // If a thread cannot be started, the devices without one are marked failed
 // and spawn rethrows that error (std::system_error) once the others finish.
 void spawn(const std::function<void(int)>& fn, int count = -1);

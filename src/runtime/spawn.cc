@@ -35,6 +35,45 @@ void mark_failed_quietly(int ordinal, const std::string& reason) noexcept {
   }
 }
 
+// The first exception of a spawn's threads.
+class FirstError {
+ public:
+  void record(const std::exception_ptr& error) noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_) first_ = error;
+  }
+  void rethrow_if_any() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::exception_ptr first_;
+};
+
+// The body of device `ordinal`'s spawn thread. UndefinedBehaviorSanitizer
+// is off here: it takes the catch of abi::__forced_unwind by reference (the
+// only way to let pthread_exit unwind through) for a null reference.
+__attribute__((no_sanitize("undefined"))) void run_spawned(const std::function<void(int)>& fn, int ordinal,
+                                                           FirstError& errors) {
+  try {
+    bind_thread_to_device(ordinal);
+    DeviceGuard on(ordinal);
+    fn(ordinal);
+  } catch (abi::__forced_unwind&) {  // pthread_exit or cancellation: let it unwind
+    const std::string reason = str_cat("the spawn thread of device ", ordinal,
+                                       " ended before its function returned (pthread_exit or cancellation)");
+    errors.record(std::make_exception_ptr(ExecutionError(reason)));
+    mark_failed_quietly(ordinal, reason);
+    throw;
+  } catch (...) {
+    const std::exception_ptr error = std::current_exception();
+    errors.record(error);
+    mark_failed_quietly(ordinal, "its spawn function threw: " + describe_exception(error));
+  }
+}
+
 }  // namespace
 
 void bind_thread_to_device(int device) {
@@ -47,33 +86,15 @@ void spawn(const std::function<void(int)>& fn, int count) {
   const int devices = num_devices();
   if (count < 0) count = devices;
   ORDO_ARG_CHECK(count >= 1 && count <= devices, "spawn: count must be in [1, ", devices, "], got ", count);
-  std::mutex mu;
-  std::exception_ptr first_error;  // guarded by mu
+  FirstError errors;
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(count));
   auto join_all = [&threads] {
     for (std::thread& thread : threads) thread.join();
   };
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    auto run = [&, ordinal] {
-      try {
-        bind_thread_to_device(ordinal);
-        DeviceGuard on(ordinal);
-        fn(ordinal);
-      } catch (abi::__forced_unwind&) {  // pthread_exit or cancellation: let it unwind
-        mark_failed_quietly(ordinal, "its spawn thread was cancelled");
-        throw;
-      } catch (...) {
-        const std::exception_ptr error = std::current_exception();
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!first_error) first_error = error;
-        }
-        mark_failed_quietly(ordinal, "its spawn function threw: " + describe_exception(error));
-      }
-    };
     try {
-      threads.emplace_back(run);
+      threads.emplace_back([&fn, &errors, ordinal] { run_spawned(fn, ordinal, errors); });
     } catch (...) {
       // The devices that got no thread are gone: their peers fail instead
       // of waiting for them.
@@ -85,7 +106,7 @@ void spawn(const std::function<void(int)>& fn, int count) {
     }
   }
   join_all();
-  if (first_error) std::rethrow_exception(first_error);
+  errors.rethrow_if_any();
 }
 
 }  // namespace ordo
