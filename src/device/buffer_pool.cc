@@ -47,10 +47,8 @@ BufferPool::~BufferPool() {
 }
 
 size_t BufferPool::size_class(size_t bytes) {
-  if (bytes < kMinPooledBytes) return (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  const size_t power = std::bit_floor(bytes);
-  const size_t quarter = power / 4;
-  return (bytes + quarter - 1) / quarter * quarter;
+  if (bytes < kMinPooledBytes) return round_up(bytes, kAlignment);
+  return round_up(bytes, std::bit_floor(bytes) / 4);
 }
 
 void* BufferPool::allocate(size_t bytes) {

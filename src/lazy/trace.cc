@@ -45,12 +45,12 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
   results.reserve(outputs.size());
   std::lock_guard<std::mutex> lock(graph.mu);
   for (const Tensor* input : inputs) {
+    TensorImpl& impl = *input->impl();
     // A dropped value is refused here, where the caller can see why, rather
     // than failing the whole graph that would use it.
-    const TensorImpl& impl = *input->impl();
     if (impl.data && impl.data->is_dropped()) impl.data->wait();
+    operands.push_back(value_of(impl));
   }
-  for (const Tensor* input : inputs) operands.push_back(value_of(*input->impl()));
   if (chain_token) {
     if (!graph.cc_token.node) {
       graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, device), 0};
