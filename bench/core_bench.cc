@@ -66,26 +66,34 @@ ordo::Tensor trace_chain(const ordo::Tensor& x) {
   return y;
 }
 
-// Median microseconds of mark_step alone; before_each runs untimed. With
-// busy_device, a long graph is submitted first, so that mark_step meets the
-// device still running the previous step, as in a training loop.
-double mark_step_us(int repetitions, bool busy_device, const std::function<void()>& before_each) {
+struct StepTimes {
+  double trace_us;      // tracing the graph (median)
+  double mark_step_us;  // mark_step alone (median)
+};
+
+// Times tracing the chain and mark_step, separately; before_each runs
+// untimed. With busy_device, a long graph is submitted first, so that
+// mark_step meets the device still running the previous step, as in a
+// training loop.
+StepTimes step_times(int repetitions, bool busy_device, const std::function<void()>& before_each) {
   ordo::Tensor x = ordo::rand_uniform({16}, 1);
   ordo::Tensor m = ordo::rand_uniform({192, 192}, 2);
-  std::vector<double> samples;
+  std::vector<double> trace_samples, mark_step_samples;
   for (int r = 0; r < repetitions; ++r) {
     before_each();
     if (busy_device) {
       ordo::Tensor busy = ordo::matmul(ordo::matmul(m, m), m);
       ordo::mark_step();
     }
+    const auto traced = Clock::now();
     ordo::Tensor y = trace_chain(x);
     const auto start = Clock::now();
     ordo::mark_step();
-    samples.push_back(seconds_since(start) * 1e6);
+    mark_step_samples.push_back(seconds_since(start) * 1e6);
+    trace_samples.push_back(std::chrono::duration<double>(start - traced).count() * 1e6);
     ordo::wait_device_ops(0);
   }
-  return median(samples);
+  return {median(trace_samples), median(mark_step_samples)};
 }
 
 // Median milliseconds to run one traced step (trace, mark_step, wait), with
@@ -124,16 +132,17 @@ int main() {
   std::printf("tracing one elementwise op (median):     %8.1f ns   target <= 1000 ns  %s\n",
               trace_ns, trace_ns <= 1000 ? "MET" : "MISSED");
   for (bool busy : {true, false}) {
-    mark_step_us(1, busy, [] {});  // warm: the plan is cached from here on
-    const double hit_us = mark_step_us(500, busy, [] {});
-    const double miss_us = mark_step_us(500, busy, [] { ordo::reset_compile_cache(); });
-    const double ratio = miss_us / hit_us;
+    step_times(1, busy, [] {});  // warm: the plan is cached from here on
+    const StepTimes hit = step_times(500, busy, [] {});
+    const StepTimes miss = step_times(500, busy, [] { ordo::reset_compile_cache(); });
+    const double ratio = miss.mark_step_us / hit.mark_step_us;
     std::printf("\nmark_step of a 100-node graph, device %s:\n",
                 busy ? "still running the previous step (steady state)" : "idle (its worker must be woken)");
-    std::printf("  cache hit:                              %8.2f us\n", hit_us);
-    std::printf("  cache miss:                             %8.2f us\n", miss_us);
+    std::printf("  cache hit:                              %8.2f us\n", hit.mark_step_us);
+    std::printf("  cache miss:                             %8.2f us\n", miss.mark_step_us);
     std::printf("  cache miss / cache hit:                 %8.1f x    target >= 20 x     %s\n", ratio,
                 ratio >= 20 ? "MET" : "MISSED");
+    std::printf("  (tracing the graph before it:           %8.2f us)\n", hit.trace_us);
   }
   const ordo::Tensor x = ordo::rand_uniform({1 << 22}, 3);
   print_fusion_speedup("a step of 24 elementwise ops over 4M floats", [&] {

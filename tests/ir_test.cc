@@ -68,7 +68,7 @@ TEST(IrTest, DestroyingALongChainDoesNotOverflowTheStack) {
 }
 
 TEST(IrTest, NodesBuiltOnOneThreadCanDieOnAnother) {
-  // The node allocator caches freed blocks per thread: a graph built here
+  // The small-block allocator caches freed blocks per thread: a graph built here
   // and freed by threads that then end must come out whole, its blocks
   // back in the C library.
   ValueType t{DType::kFloat32, {3}};
@@ -92,9 +92,9 @@ TEST(IrTest, NodesBuiltOnOneThreadCanDieOnAnother) {
     });
   }
   for (std::thread& thread : threads) thread.join();
-  void* big = ir::allocate_node_block(ir::kMaxCachedBytes + 1);
-  ir::free_node_block(big, ir::kMaxCachedBytes + 1);
-  ir::free_node_block(nullptr, 8);
+  void* big = detail::allocate_small_block(detail::kMaxCachedBytes + 1);
+  detail::free_small_block(big, detail::kMaxCachedBytes + 1);
+  detail::free_small_block(nullptr, 8);
 }
 
 using DumpTest = testing::OneDeviceTest;

@@ -9,9 +9,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ordo/small_block_allocator.h"
 
 namespace ordo {
 
@@ -49,11 +52,12 @@ constexpr DType dtype_of();
 ORDO_DTYPES(ORDO_DTYPE_OF)
 #undef ORDO_DTYPE_OF
 
-// Dense row-major shape; an empty shape is a 0-d scalar.
-using Shape = std::vector<int64_t>;
+// Dense row-major shape; an empty shape is a 0-d scalar. Every traced op
+// makes one or two, so they come from the small-block allocator.
+using Shape = std::vector<int64_t, SmallBlockAllocator<int64_t>>;
 
 int64_t shape_numel(const Shape& shape);
-std::string shape_to_string(const Shape& shape);
+std::string shape_to_string(std::span<const int64_t> shape);
 
 // A number given by the caller, kept exact for integers.
 class Scalar {

@@ -40,7 +40,7 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
-std::string shape_to_string(const Shape& shape) {
+std::string shape_to_string(std::span<const int64_t> shape) {
   std::ostringstream out;
   out << '[';
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];

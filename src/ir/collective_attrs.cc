@@ -10,6 +10,9 @@ namespace ordo::ir {
 // #pairs, source, target, ...; reals: scale; flag: token operand.
 Attrs encode(const CollectiveAttrs& c) {
   Attrs attrs;
+  size_t members = 0;
+  for (const auto& group : c.groups) members += group.size();
+  attrs.ints.reserve(4 + c.groups.size() + members + 1 + 2 * c.pairs.size());
   attrs.ints = {static_cast<int64_t>(c.reduce), c.dim0, c.dim1,
                 static_cast<int64_t>(c.groups.size())};
   for (const auto& group : c.groups) attrs.ints.push_back(static_cast<int64_t>(group.size()));
@@ -26,7 +29,7 @@ Attrs encode(const CollectiveAttrs& c) {
 
 CollectiveAttrs decode_collective(const Attrs& attrs) {
   CollectiveAttrs c;
-  const std::vector<int64_t>& v = attrs.ints;
+  const AttrInts& v = attrs.ints;
   size_t at = 0;
   auto next = [&] {
     if (at >= v.size()) throw InternalError("collective attrs are truncated");

@@ -73,13 +73,13 @@ Node::~Node() {
 }
 
 NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device) {
-  return std::allocate_shared<const Node>(NodeAllocator<Node>{}, op, std::move(operands),
+  return std::allocate_shared<const Node>(SmallBlockAllocator<Node>{}, op, std::move(operands),
                                           std::move(outputs), std::move(attrs), device, nullptr);
 }
 
 NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device) {
   ValueType type{data->dtype(), data->shape(), false};
-  return std::allocate_shared<const Node>(NodeAllocator<Node>{}, OpKind::kDeviceData, ValueList{},
+  return std::allocate_shared<const Node>(SmallBlockAllocator<Node>{}, OpKind::kDeviceData, ValueList{},
                                           ValueTypes{std::move(type)}, Attrs{}, device,
                                           std::move(data));
 }

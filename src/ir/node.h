@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "ir/node_allocator.h"
 #include "ir/ops.h"
 #include "ordo/dtype.h"
 
@@ -44,14 +43,18 @@ struct Value {
   const ValueType& type() const;
 };
 
-// A node's operands and output types, in memory from the node allocator.
-using ValueList = std::vector<Value, NodeAllocator<Value>>;
-using ValueTypes = std::vector<ValueType, NodeAllocator<ValueType>>;
+// A node's operands and output types, in memory from the small-block allocator.
+using ValueList = std::vector<Value, SmallBlockAllocator<Value>>;
+using ValueTypes = std::vector<ValueType, SmallBlockAllocator<ValueType>>;
 
-// Op attributes; their layout per op is written in op_list.def.
+// Op attributes; their layout per op is written in op_list.def. Like the
+// node's other lists they live and die with it, so they come from the
+// small-block allocator too.
+using AttrInts = std::vector<int64_t, SmallBlockAllocator<int64_t>>;
+using AttrReals = std::vector<double, SmallBlockAllocator<double>>;
 struct Attrs {
-  std::vector<int64_t> ints;
-  std::vector<double> reals;
+  AttrInts ints;
+  AttrReals reals;
   bool flag = false;
 
   bool operator==(const Attrs&) const = default;

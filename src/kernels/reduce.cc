@@ -18,7 +18,7 @@ namespace {
 // Array 0 is the input; array 1 the output slot (dense over the kept axes,
 // 0 on reduced ones); array 2 the position within the reduced axes (dense
 // over them, 0 on kept ones), which Argmax reports.
-StridedWalk<3> reduction_walk(const Shape& shape, const std::vector<int64_t>& axes) {
+StridedWalk<3> reduction_walk(const Shape& shape, std::span<const int64_t> axes) {
   StridedWalk<3> walk{shape, {contiguous_strides(shape), Strides(shape.size(), 0),
                               Strides(shape.size(), 0)}};
   int64_t kept_step = 1;
@@ -69,7 +69,7 @@ std::vector<Slot> sum_slots(const KernelArgs& args, int64_t count) {
   return slots;
 }
 
-int64_t reduced_count(const Shape& shape, const std::vector<int64_t>& axes) {
+int64_t reduced_count(const Shape& shape, std::span<const int64_t> axes) {
   int64_t count = 1;
   for (int64_t axis : axes) count *= shape[static_cast<size_t>(axis)];
   return count;

@@ -50,9 +50,9 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   common_device("permute", {&x});
   ORDO_ARG_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: ", dims.size(),
                  " dims given for a tensor of rank ", x.dim());
-  std::vector<int64_t> perm;
+  ir::AttrInts perm;
   for (int64_t d : dims) perm.push_back(lazy::normalize_axis("permute", d, x.dim()));
-  std::vector<int64_t> sorted = perm;
+  std::vector<int64_t> sorted(perm.begin(), perm.end());
   std::sort(sorted.begin(), sorted.end());
   ORDO_ARG_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "permute: ",
                  shape_to_string(dims), " is not a permutation");

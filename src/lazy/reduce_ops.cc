@@ -14,7 +14,7 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
   lazy::common_device(what, in);
   std::vector<int64_t> reduced = lazy::normalize_axes(what, axes, x.dim());
   Shape shape = lazy::reduced_shape(x.shape(), reduced, keepdim);
-  ir::Attrs attrs{std::move(reduced), {}, keepdim};
+  ir::Attrs attrs{{reduced.begin(), reduced.end()}, {}, keepdim};
   return lazy::trace1(op, {&x}, {out, std::move(shape)}, std::move(attrs));
 }
 

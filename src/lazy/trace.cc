@@ -9,7 +9,7 @@ namespace {
 // come from the same per-thread cache.
 std::shared_ptr<TensorImpl> make_tensor_impl(DType dtype, const Shape& shape, int device,
                                              uint64_t generation) {
-  return std::allocate_shared<TensorImpl>(ir::NodeAllocator<TensorImpl>{}, dtype, shape, device, generation);
+  return std::allocate_shared<TensorImpl>(SmallBlockAllocator<TensorImpl>{}, dtype, shape, device, generation);
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ ir::Value value_of(TensorImpl& tensor);
 // device; returns that device. `what` names the op in errors.
 int common_device(std::string_view what, std::span<const Tensor* const> inputs);
 
-// The tensors an op returns. From the node allocator: most ops return one,
+// The tensors an op returns. From the small-block allocator: most ops return one,
 // at the rate of ops.
-using Tensors = std::vector<Tensor, ir::NodeAllocator<Tensor>>;
+using Tensors = std::vector<Tensor, SmallBlockAllocator<Tensor>>;
 
 // Records op over the inputs and returns one tensor per non-token output.
 // Inputs must have passed common_device. With chain_token the node also

@@ -1,20 +1,21 @@
-#include "ir/node_allocator.h"
+#include "ordo/small_block_allocator.h"
 
 #include <cstdlib>
+#include <new>
 
 #include "core/thread_block_cache.h"
 
-namespace ordo::ir {
+namespace ordo::detail {
 namespace {
 
-struct NodeBlocks;
+struct SmallBlocks;
 // Per class and thread: enough for the graph of a large step (2048 blocks of
 // the largest class), at most 4 MiB in all.
-using Cache = ThreadBlockCache<NodeBlocks, 32, kMaxCachedBytes / 32, 512 * 1024>;
+using Cache = ThreadBlockCache<SmallBlocks, 32, kMaxCachedBytes / 32, 512 * 1024>;
 
 }  // namespace
 
-void* allocate_node_block(size_t bytes) {
+void* allocate_small_block(size_t bytes) {
   if (bytes == 0 || bytes > kMaxCachedBytes) {
     void* block = std::malloc(bytes == 0 ? 1 : bytes);
     if (block == nullptr) throw std::bad_alloc();
@@ -29,10 +30,10 @@ void* allocate_node_block(size_t bytes) {
   return block;
 }
 
-void free_node_block(void* block, size_t bytes) noexcept {
+void free_small_block(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
   if (bytes != 0 && bytes <= kMaxCachedBytes && Cache::keep(Cache::class_of(bytes), block)) return;
   std::free(block);
 }
 
-}  // namespace ordo::ir
+}  // namespace ordo::detail
