@@ -16,7 +16,7 @@ PendingList& PendingList::for_device(int ordinal) {
 }
 
 void PendingList::add(TensorImpl& tensor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (tensor.list_.load(std::memory_order_relaxed) == this) return;
   tensor.prev_ = tail_;
   tensor.next_ = nullptr;
@@ -30,7 +30,7 @@ std::vector<std::shared_ptr<TensorImpl>> PendingList::pending() {
   // Alive but no longer pending: released after mu_, since releasing the
   // last reference to a tensor takes mu_.
   std::vector<std::shared_ptr<TensorImpl>> not_pending;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   // Room for every tensor before the first reference is taken, so that
   // nothing can throw (and release a reference under mu_) after that.
   size_t listed = 0;
@@ -54,12 +54,12 @@ std::vector<std::shared_ptr<TensorImpl>> PendingList::pending() {
 }
 
 void PendingList::clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   while (head_ != nullptr) unlink_locked(*head_);
 }
 
 void PendingList::remove(TensorImpl& tensor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   // pending() or clear() may have unlinked it since the caller looked.
   if (tensor.list_.load(std::memory_order_relaxed) == this) unlink_locked(tensor);
 }

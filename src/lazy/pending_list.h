@@ -7,10 +7,13 @@
 // Locking: mu_ guards the links of every tensor in the list. It is a leaf
 // lock: nothing is freed while it is held, since freeing a TensorImpl takes
 // it. Callers of add and pending also hold the device's graph mutex, which
-// guards what "pending" means.
+// guards what "pending" means. Every traced op takes mu_ twice (its result
+// links itself, the tensor it replaces unlinks itself) for a few
+// instructions each time, so it is a SpinLock: with std::mutex tracing an
+// op took 6% longer.
 //
 // Lifetime: tensors may die on any thread at any time, shutdown included,
-// so a dying tensor must always find its list's mutex alive. The lists are
+// so a dying tensor must always find its list's lock alive. The lists are
 // therefore never freed: for_device gives each device ordinal one list for
 // the life of the process, and a runtime that shuts down only detaches its
 // tensors from it.
@@ -19,6 +22,8 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#include "core/spin_lock.h"
 
 namespace ordo::lazy {
 
@@ -49,7 +54,7 @@ class alignas(64) PendingList {
  private:
   void unlink_locked(TensorImpl& tensor);
 
-  std::mutex mu_;
+  SpinLock mu_;
   TensorImpl* head_ = nullptr;
   TensorImpl* tail_ = nullptr;
 };
