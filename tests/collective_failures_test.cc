@@ -113,6 +113,19 @@ TEST_F(CollectiveFailuresTest, APeerThatIsGoneMakesTheOthersFailPromptly) {
   EXPECT_THROW(all_reduce(ReduceType::kSum, ones({2})).to_vector<float>(), CollectiveError);
 }
 
+TEST_F(CollectiveFailuresTest, ShutdownDoesNotWaitForACollectiveItsPeersNeverQueued) {
+  set_collective_timeouts({60.0, 120.0});
+  {
+    DeviceGuard on(1);
+    Tensor lonely = all_reduce(ReduceType::kSum, ones({2}));
+    mark_step();  // device 1's worker now waits for devices 0, 2 and 3
+  }
+  const auto start = std::chrono::steady_clock::now();
+  shutdown();
+  // Before, shutdown waited out the 120 s timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
 TEST_F(CollectiveFailuresTest, BadArgumentsAreTraceTimeErrorsThatLeaveTheTokenAlone) {
   Tensor x = ones({6});
   all_reduce(ReduceType::kSum, x);

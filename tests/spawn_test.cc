@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -86,6 +87,55 @@ TEST_F(SpawnTest, TheFirstExceptionIsRethrownAndPeersFailInsteadOfWaiting) {
     EXPECT_NE(peer_errors[ordinal].find("device 1 is gone"), std::string::npos) << peer_errors[ordinal];
     EXPECT_NE(peer_errors[ordinal].find("device 1 gave up"), std::string::npos) << peer_errors[ordinal];
   }
+}
+
+TEST_F(SpawnTest, PeersOfADeviceWhoseFunctionReturnedFailInsteadOfWaiting) {
+  set_collective_timeouts({60.0, 120.0});  // far longer than the test may take
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    spawn([&](int ordinal) {
+      if (ordinal == 1) return;  // without the all_reduce its peers run
+      all_reduce(ReduceType::kSum, ones({3})).to_vector<float>();
+    });
+    ADD_FAILURE() << "spawn returned";
+  } catch (const CollectiveError& e) {
+    EXPECT_PRED_FORMAT2(::testing::IsSubstring, "device 1 is gone (its spawn function returned)", e.what());
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  set_collective_timeouts({});
+}
+
+TEST_F(SpawnTest, ACollectiveQueuedBeforeTheFunctionReturnedStillRuns) {
+  std::vector<float> sums(4, 0);
+  spawn([&](int ordinal) {
+    Tensor sum = all_reduce(ReduceType::kSum, full({}, ordinal + 1.0, DType::kFloat32));
+    if (ordinal == 3) {
+      mark_step();  // queued; nobody on device 3 waits for it
+      return;
+    }
+    sums[ordinal] = sum.item<float>();
+  });
+  EXPECT_EQ(sums, (std::vector<float>{10, 10, 10, 0}));
+}
+
+TEST_F(SpawnTest, DevicesAreDrivenAgainAfterASpawn) {
+  auto sum_on_every_device = [] {
+    std::vector<float> sums(4, 0);
+    spawn([&](int ordinal) {
+      sums[ordinal] = all_reduce(ReduceType::kSum, full({}, ordinal + 1.0, DType::kFloat32)).item<float>();
+    });
+    return sums;
+  };
+  EXPECT_EQ(sum_on_every_device(), (std::vector<float>{10, 10, 10, 10}));
+  EXPECT_EQ(sum_on_every_device(), (std::vector<float>{10, 10, 10, 10}));
+  // And by one thread that drives every device in turn.
+  std::vector<Tensor> sums;
+  for (int d = 0; d < 4; ++d) {
+    DeviceGuard on(d);
+    sums.push_back(all_reduce(ReduceType::kSum, full({}, d + 1.0, DType::kFloat32)));
+    mark_step();
+  }
+  for (const Tensor& sum : sums) EXPECT_EQ(sum.item<float>(), 10);
 }
 
 TEST_F(SpawnTest, AThreadEndedEarlyCountsAsAFailure) {

@@ -101,4 +101,11 @@ CollectiveTimeouts collective_timeouts();
 // waits for it, now or later, fails with CollectiveError naming it.
 void mark_device_failed(int device, const std::string& reason);
 
+// Declares a device absent: nothing drives it for now (spawn does this when
+// a device's function returns). Once the device's worker has run what is
+// queued on it, every collective that needs it and that it has not joined
+// fails with CollectiveError naming it, until clear_device_absent(device).
+void mark_device_absent(int device, const std::string& reason);
+void clear_device_absent(int device);
+
 }  // namespace ordo

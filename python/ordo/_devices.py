@@ -108,8 +108,12 @@ def spawn(fn, args=(), nprocs=None):
     thread's device and the thread bound to it (ordo.bind_thread_to_device),
     and returns the results by ordinal. If a call raises, its device is
     marked failed (its peers' collectives fail promptly instead of waiting)
-    and spawn raises the first error, saying which ordinal raised it. With nprocs below the number of devices, collectives over
-    every device wait for the missing ones: give them replica groups."""
+    and spawn raises the first error, saying which ordinal raised it. A
+    device whose call returned is absent until spawn returns: a peer waiting
+    for a collective or rendezvous it never joined fails promptly too. spawn
+    returns once the devices ran what their calls queued. With nprocs below
+    the number of devices, collectives over every device wait for the
+    missing ones: give them replica groups."""
     count = _C.num_devices() if nprocs is None else int(nprocs)
     if not 1 <= count <= _C.num_devices():
         raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")
@@ -122,6 +126,10 @@ def spawn(fn, args=(), nprocs=None):
             _C.set_current_device(index)
             bind_thread_to_device(index)
             results[index] = fn(index, *args)
+            if _C.is_initialized():  # fn may have shut the runtime down
+                reason = "its spawn function returned"
+                _C.mark_device_absent(index, reason)
+                _exchange.mark_absent(index, reason)
         except BaseException as error:  # noqa: B036 - handed to the caller below
             with lock:
                 errors.append((time.monotonic(), index, error))
@@ -134,6 +142,13 @@ def spawn(fn, args=(), nprocs=None):
         thread.start()
     for thread in threads:
         thread.join()
+    # The devices may be driven again once every wait their absence decides
+    # is over (unless fn shut the runtime down).
+    if _C.is_initialized():
+        for index in range(count):
+            _C.wait_device_ops(index)
+            _C.clear_device_absent(index)
+            _exchange.clear_absent(index)
     if errors:
         # The first error in time is the cause; the others follow from it.
         _, index, error = min(errors, key=lambda e: e[0])

@@ -3,8 +3,8 @@
 Devices are threads of this process, so an exchange is a meeting place in
 memory: each participant leaves its payload under (tag, round) and waits
 until every participant has. A participant that waits past the collective
-timeout, or whose peer's spawn function raised, gets a CollectiveError
-instead of waiting forever."""
+timeout, or whose peer's spawn function raised or returned, gets a
+CollectiveError instead of waiting forever."""
 
 import pickle
 import threading
@@ -17,6 +17,7 @@ _lock = threading.Condition()
 _meetings = {}  # (tag, participants) -> _Meeting; guarded by _lock
 _rounds = {}  # (tag, participants, ordinal) -> next round; guarded by _lock
 _failed = {}  # ordinal -> reason; guarded by _lock
+_absent = {}  # ordinal -> reason, while nothing drives it; guarded by _lock
 
 
 class _Meeting:
@@ -34,12 +35,26 @@ def fail_device(ordinal, reason):
         _lock.notify_all()
 
 
+def mark_absent(ordinal, reason):
+    """Like fail_device until clear_absent(ordinal): nothing drives the
+    device for now (its spawn function returned)."""
+    with _lock:
+        _absent[ordinal] = reason
+        _lock.notify_all()
+
+
+def clear_absent(ordinal):
+    with _lock:
+        _absent.pop(ordinal, None)
+
+
 def reset():
     """Forgets failures and pending meetings (after a runtime restart)."""
     with _lock:
         _meetings.clear()
         _rounds.clear()
         _failed.clear()
+        _absent.clear()
 
 
 def rendezvous(tag, payload=b"", replicas=()):
@@ -63,10 +78,11 @@ def rendezvous(tag, payload=b"", replicas=()):
         start = time.monotonic()
         warned = False
         while len(meeting.payloads) < len(participants):
-            gone = [d for d in participants if d in _failed and d not in meeting.payloads]
+            gone = [d for d in participants
+                    if (d in _failed or d in _absent) and d not in meeting.payloads]
             if gone:
-                raise _C.CollectiveError(
-                    f"rendezvous '{tag}': device {gone[0]} is gone ({_failed[gone[0]]})")
+                reason = _failed.get(gone[0]) or _absent[gone[0]]
+                raise _C.CollectiveError(f"rendezvous '{tag}': device {gone[0]} is gone ({reason})")
             waited = time.monotonic() - start
             if waited >= timeout_seconds:
                 missing = [d for d in participants if d not in meeting.payloads]

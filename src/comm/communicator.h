@@ -34,6 +34,10 @@ class Communicator {
                        const std::string& reason) = 0;
   // device is gone: every collective waiting for it, now or later, fails.
   virtual void mark_device_failed(int device, const std::string& reason) = 0;
+  // device is driven by nobody for now: as mark_device_failed, until
+  // clear_device_absent(device).
+  virtual void mark_device_absent(int device, const std::string& reason) = 0;
+  virtual void clear_device_absent(int device) = 0;
 };
 
 // "all_reduce(sum, scale 0.5) of float32[4] on group [0, 1]", for messages.

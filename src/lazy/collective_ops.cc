@@ -243,4 +243,24 @@ void mark_device_failed(int device, const std::string& reason) {
   rt.communicator().mark_device_failed(device, reason);
 }
 
+void mark_device_absent(int device, const std::string& reason) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  // After what the device has queued: a collective it queued, it joins.
+  rt.device(device).worker().submit([&communicator = rt.communicator(), device, reason]() noexcept {
+    try {
+      communicator.mark_device_absent(device, reason);
+    } catch (const std::exception&) {
+      // Out of memory: peers then wait for their timeout, as they would
+      // without this.
+    }
+  });
+}
+
+void clear_device_absent(int device) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  rt.communicator().clear_device_absent(device);
+}
+
 }  // namespace ordo

@@ -108,6 +108,8 @@ void bind_runtime(py::module_& m) {
     return py::make_tuple(t.warn_seconds, t.timeout_seconds);
   });
   m.def("mark_device_failed", &mark_device_failed);
+  m.def("mark_device_absent", &mark_device_absent);
+  m.def("clear_device_absent", &clear_device_absent);
 }
 
 }  // namespace ordo::python

@@ -60,6 +60,27 @@ Runtime::Runtime(int num_devices, uint64_t generation)
   }
 }
 
+Runtime::~Runtime() {
+  // A device runs nothing after what it has queued now. A collective queued
+  // on one device whose peers never queued it would otherwise keep shutdown
+  // waiting for its timeout (minutes by default): each device is declared
+  // gone once its worker has run its queue, and a peer still waiting for it
+  // fails at once, naming it.
+  for (const auto& device : devices_) {
+    try {
+      device->worker().submit([&communicator = *communicator_, ordinal = device->ordinal()]() noexcept {
+        try {
+          communicator.mark_device_failed(ordinal, "the runtime shut down before it ran this collective");
+        } catch (const std::exception&) {
+        }
+      });
+    } catch (const std::exception&) {
+      // Out of memory: such a wait then lasts until its timeout, as it would
+      // without this.
+    }
+  }
+}
+
 void Runtime::check_device(int ordinal) const {
   ORDO_ARG_CHECK(ordinal >= 0 && ordinal < num_devices(), "device ", ordinal,
                  " does not exist: this runtime has ", num_devices(), " devices");

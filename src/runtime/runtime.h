@@ -18,6 +18,10 @@ namespace ordo::runtime {
 class Runtime {
  public:
   Runtime(int num_devices, uint64_t generation);
+  // Runs what every device has queued, then joins the workers (see the .cc).
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
 
   int num_devices() const { return static_cast<int>(devices_.size()); }
   uint64_t generation() const { return generation_; }

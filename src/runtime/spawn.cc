@@ -25,15 +25,46 @@ std::string describe_exception(const std::exception_ptr& error) {
   }
 }
 
-// Declares a device gone on the way out of a failed spawn thread. Never
-// throws: the thread would end the process. If the runtime itself is gone
-// (fn shut it down), there are no peers left to tell.
-void mark_failed_quietly(int ordinal, const std::string& reason) noexcept {
-  try {
-    mark_device_failed(ordinal, reason);
-  } catch (...) {
+// What a spawn tells the runtime about its devices. Never throws (a spawn
+// thread would end the process), and says nothing once the runtime the
+// spawn started on is gone (fn may shut it down, and start another): it has
+// no peers left to tell, and asking for it would start a runtime.
+class DeviceNews {
+ public:
+  DeviceNews() : generation_(runtime::get().generation()) {}
+
+  // Its thread died: gone for good.
+  void failed(int ordinal, const std::string& reason) const noexcept {
+    tell([&] { mark_device_failed(ordinal, reason); });
   }
-}
+  // Its function returned: nothing drives it now, and a peer waiting for a
+  // collective it never traced fails at once rather than at its timeout.
+  void returned(int ordinal) const noexcept {
+    tell([&] { mark_device_absent(ordinal, "its spawn function returned"); });
+  }
+  // Once every spawn thread ended: the devices may be driven again (by the
+  // caller, or by another spawn) when every wait their absence decides is
+  // over, that is, when their workers ran what was queued.
+  void spawn_over(int count) const noexcept {
+    tell([&] {
+      for (int ordinal = 0; ordinal < count; ++ordinal) {
+        wait_device_ops(ordinal);
+        clear_device_absent(ordinal);
+      }
+    });
+  }
+
+ private:
+  template <typename Tell>
+  void tell(const Tell& news) const noexcept {
+    try {
+      if (is_initialized() && runtime::get().generation() == generation_) news();
+    } catch (...) {
+    }
+  }
+
+  const uint64_t generation_;
+};
 
 // The first exception of a spawn's threads.
 class FirstError {
@@ -56,21 +87,22 @@ class FirstError {
 // is off here: it takes the catch of abi::__forced_unwind by reference (the
 // only way to let pthread_exit unwind through) for a null reference.
 __attribute__((no_sanitize("undefined"))) void run_spawned(const std::function<void(int)>& fn, int ordinal,
-                                                           FirstError& errors) {
+                                                           const DeviceNews& news, FirstError& errors) {
   try {
     bind_thread_to_device(ordinal);
     DeviceGuard on(ordinal);
     fn(ordinal);
+    news.returned(ordinal);
   } catch (abi::__forced_unwind&) {  // pthread_exit or cancellation: let it unwind
     const std::string reason = str_cat("the spawn thread of device ", ordinal,
                                        " ended before its function returned (pthread_exit or cancellation)");
     errors.record(std::make_exception_ptr(ExecutionError(reason)));
-    mark_failed_quietly(ordinal, reason);
+    news.failed(ordinal, reason);
     throw;
   } catch (...) {
     const std::exception_ptr error = std::current_exception();
     errors.record(error);
-    mark_failed_quietly(ordinal, "its spawn function threw: " + describe_exception(error));
+    news.failed(ordinal, "its spawn function threw: " + describe_exception(error));
   }
 }
 
@@ -86,6 +118,7 @@ void spawn(const std::function<void(int)>& fn, int count) {
   const int devices = num_devices();
   if (count < 0) count = devices;
   ORDO_ARG_CHECK(count >= 1 && count <= devices, "spawn: count must be in [1, ", devices, "], got ", count);
+  const DeviceNews news;
   FirstError errors;
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(count));
@@ -94,18 +127,20 @@ void spawn(const std::function<void(int)>& fn, int count) {
   };
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     try {
-      threads.emplace_back([&fn, &errors, ordinal] { run_spawned(fn, ordinal, errors); });
+      threads.emplace_back([&fn, &news, &errors, ordinal] { run_spawned(fn, ordinal, news, errors); });
     } catch (...) {
       // The devices that got no thread are gone: their peers fail instead
       // of waiting for them.
       const std::string reason =
           "spawn could not start its thread: " + describe_exception(std::current_exception());
-      for (int unstarted = ordinal; unstarted < count; ++unstarted) mark_failed_quietly(unstarted, reason);
+      for (int unstarted = ordinal; unstarted < count; ++unstarted) news.failed(unstarted, reason);
       join_all();
+      news.spawn_over(ordinal);
       throw;
     }
   }
   join_all();
+  news.spawn_over(count);
   errors.rethrow_if_any();
 }
 

@@ -1,6 +1,8 @@
 """The host-side exchange between devices: rendezvous and mesh_reduce, on
 1, 2, 4 and 8 devices, and what happens when a device is late or gone."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -77,8 +79,17 @@ def test_a_device_outside_the_replicas_may_not_join():
         ordo.rendezvous("outside", replicas=[1, 2])
 
 
+def late_to_rendezvous(index, tag):
+    """Device 3 joins nothing before its peers time out (still running: a
+    device whose function returned is gone, and fails its peers at once)."""
+    if index == 3:
+        time.sleep(1.0)
+        return None
+    return ordo.rendezvous(tag, payload(index))
+
+
 def test_a_late_device_makes_the_others_warn_then_time_out(short_timeouts, capsys):
-    outcomes = spmd.spawn_outcomes(lambda index: None if index == 3 else ordo.rendezvous("late", payload(index)))
+    outcomes = spmd.spawn_outcomes(late_to_rendezvous, "late")
     errors = spmd.errors_of(outcomes)
     assert sorted(errors) == [0, 1, 2]
     for index, error in errors.items():
@@ -88,6 +99,16 @@ def test_a_late_device_makes_the_others_warn_then_time_out(short_timeouts, capsy
     printed = capsys.readouterr().out
     for index in errors:
         assert f"ordo: device {index} has waited 0.05 s in rendezvous 'late'; missing devices: [3]" in printed
+
+
+def test_a_device_whose_function_returned_makes_the_others_fail_at_once(bounded_timeouts):
+    outcomes = spmd.spawn_outcomes(lambda index: None if index == 3 else ordo.rendezvous("returned"))
+    assert outcomes[3] is None
+    for error in outcomes[:3]:
+        assert isinstance(error, ordo.CollectiveError)
+        assert str(error) == "rendezvous 'returned': device 3 is gone (its spawn function returned)"
+    # Device 3 may meet again once spawn returned.
+    assert ordo.spawn(lambda index: ordo.rendezvous("again", payload(index))) == [[payload(i) for i in range(4)]] * 4
 
 
 def test_a_gone_device_makes_the_others_fail_at_once(bounded_timeouts):

@@ -206,9 +206,12 @@ def test_spawn_raises_a_mismatch_saying_which_ordinal_raised_it(bounded_timeouts
 
 # ---- Timeouts. ----
 
-def never_joins(index, collective, absent=3):
-    """The step of a test where device `absent` returns without joining."""
-    if index == absent:
+def never_joins(index, collective, late=3):
+    """The step of a test where device `late` joins nothing before its peers
+    time out. It still runs meanwhile: a device whose function returned is
+    gone, which fails its peers at once (see below)."""
+    if index == late:
+        time.sleep(1.0)
         return None
     return collective()
 
@@ -254,6 +257,33 @@ def test_spawn_re_raises_the_first_error_and_its_peers_are_unblocked_promptly(bo
         ordo.spawn(spmd.with_failing_device(all_reduce_of_ones))
     assert time.monotonic() - start < 10.0  # long before the 20 s timeout
     assert info.value.__notes__ == ["raised by the spawn function of ordinal 3"]
+
+
+def test_the_peers_of_a_device_whose_function_returned_fail_promptly(bounded_timeouts):
+    def step(index):
+        if index == 3:
+            return None  # without the all_reduce its peers run
+        return all_reduce_of_ones(index)
+
+    start = time.monotonic()
+    outcomes = spmd.spawn_outcomes(step)
+    assert time.monotonic() - start < 10.0  # long before the 20 s timeout
+    assert outcomes[3] is None
+    for error in outcomes[:3]:
+        assert isinstance(error, ordo.CollectiveError), error
+        assert "cannot complete: device 3 is gone (its spawn function returned)" in str(error)
+
+
+def test_devices_are_driven_again_after_a_spawn_in_which_one_returned_early(bounded_timeouts):
+    def step(index):
+        result = ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2))
+        if index == 3:
+            ordo.mark_step()  # queued: device 3 joins, and nobody waits on it
+            return None
+        return result.numpy()
+
+    assert [r.tolist() for r in ordo.spawn(step)[:3]] == [[4.0, 4.0]] * 3
+    assert [r.tolist() for r in ordo.spawn(all_reduce_of_ones)] == [[4.0, 4.0]] * 4
 
 
 def test_the_peers_of_a_failed_device_are_told_who_is_gone(bounded_timeouts):

@@ -1,10 +1,13 @@
-// The devices declared gone (their driving thread died): every collective
-// that needs one of them and that it has not joined fails.
+// The devices declared gone: every collective that needs one of them and
+// that it has not joined fails. A device is gone for good when its driving
+// thread died, and absent while nothing drives it (its spawn thread
+// returned) until it is driven again.
 //
-// Locking: mu_ guards reasons_. count_ is raised under mu_ after the reason
-// is stored and never lowered, so any() is a lock-free first check on the
-// fast path; the reasons themselves are read under mu_. Taken after
-// Channel::mu when both are held, never before.
+// Locking: mu_ guards the reasons. count_ mirrors how many there are,
+// changed under mu_ after the reasons, so any() is a lock-free first check
+// on the fast path (a waiter looks again whenever it is woken, and marking
+// wakes every waiter); the reasons themselves are read under mu_. Taken
+// after Channel::mu when both are held, never before.
 #pragma once
 
 #include <atomic>
@@ -17,24 +20,36 @@ namespace ordo::comm {
 
 class GoneDevices {
  public:
-  // The first reason given for a device is the one reported.
-  void mark(int device, const std::string& reason) {
+  // Gone for good. The first reason given for a device is the one reported.
+  void mark(int device, const std::string& reason) { add(gone_, device, reason); }
+  // Absent until clear_absent.
+  void mark_absent(int device, const std::string& reason) { add(absent_, device, reason); }
+  void clear_absent(int device) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (reasons_.emplace(device, reason).second) count_.fetch_add(1, std::memory_order_seq_cst);
+    if (absent_.erase(device) != 0) count_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
   bool any() const { return count_.load(std::memory_order_acquire) > 0; }
 
+  // Why the device is gone (for good first), if it is.
   std::optional<std::string> reason(int device) const {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = reasons_.find(device);
-    if (it == reasons_.end()) return std::nullopt;
-    return it->second;
+    for (const auto* reasons : {&gone_, &absent_}) {
+      auto it = reasons->find(device);
+      if (it != reasons->end()) return it->second;
+    }
+    return std::nullopt;
   }
 
  private:
+  void add(std::map<int, std::string>& reasons, int device, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reasons.emplace(device, reason).second) count_.fetch_add(1, std::memory_order_seq_cst);
+  }
+
   mutable std::mutex mu_;
-  std::map<int, std::string> reasons_;
+  std::map<int, std::string> gone_;
+  std::map<int, std::string> absent_;
   std::atomic<int> count_{0};
 };
 

@@ -169,7 +169,17 @@ void InProcessCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& at
 
 void InProcessCommunicator::mark_device_failed(int device, const std::string& reason) {
   gone_.mark(device, reason);
-  // Sleepers check for gone devices under their channel's mutex.
+  wake_every_channel();
+}
+
+void InProcessCommunicator::mark_device_absent(int device, const std::string& reason) {
+  gone_.mark_absent(device, reason);
+  wake_every_channel();
+}
+
+void InProcessCommunicator::clear_device_absent(int device) { gone_.clear_absent(device); }
+
+void InProcessCommunicator::wake_every_channel() {
   std::lock_guard<std::mutex> lock(channels_mu_);
   for (auto& [group, channel] : channels_) {
     std::lock_guard<std::mutex> channel_lock(channel->mu);

@@ -35,6 +35,8 @@ class InProcessCommunicator : public Communicator {
   void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
                const std::string& reason) override;
   void mark_device_failed(int device, const std::string& reason) override;
+  void mark_device_absent(int device, const std::string& reason) override;
+  void clear_device_absent(int device) override;
 
  private:
   // A device's way into the channel of one of its groups.
@@ -49,6 +51,9 @@ class InProcessCommunicator : public Communicator {
   };
 
   Route route_for(const ir::CollectiveAttrs& attrs, int device);
+  // After a device was declared gone: sleepers check for gone devices
+  // under their channel's mutex.
+  void wake_every_channel();
   // The channel of group (made on first use) and device's rank in it.
   Route open_route(const std::vector<int>& group, int device);
 
