@@ -118,6 +118,72 @@ TEST_F(SpawnTest, ACollectiveQueuedBeforeTheFunctionReturnedStillRuns) {
   EXPECT_EQ(sums, (std::vector<float>{10, 10, 10, 0}));
 }
 
+// Queues ~10 ms of work on the current device (seconds under a sanitizer).
+void keep_device_busy() {
+  Tensor m = rand_uniform({128, 128}, 7);
+  for (int i = 0; i < 40; ++i) m = matmul(m, m) * 0.001;
+  mark_step();
+}
+
+TEST_F(SpawnTest, ACollectiveQueuedLateFailsAtOnceIfItNeedsADeviceWhoseFunctionReturned) {
+  set_collective_timeouts({60.0, 120.0});  // far longer than the test may take
+  Tensor late;
+  const auto start = std::chrono::steady_clock::now();
+  spawn([&](int ordinal) {
+    if (ordinal == 0) return;
+    if (ordinal == 1) {
+      keep_device_busy();  // the all_reduce runs after every other function returned
+      late = all_reduce(ReduceType::kSum, ones({2}), 1.0, {{0, 1}, {2, 3}});
+      mark_step();
+      return;
+    }
+    all_reduce(ReduceType::kSum, ones({2}), 1.0, {{0, 1}, {2, 3}}).to_vector<float>();
+  });
+  // Waiting for the timeout would take 120 s; the busy work takes seconds
+  // at most (under ThreadSanitizer).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  try {
+    late.to_vector<float>();
+    ADD_FAILURE() << "the all_reduce without device 0 completed";
+  } catch (const CollectiveError& e) {
+    EXPECT_PRED_FORMAT2(::testing::IsSubstring, "device 0 is gone (its spawn function returned)", e.what());
+  }
+  set_collective_timeouts({});
+}
+
+TEST_F(SpawnTest, ASpawnOfSomeDevicesReturnsWhileItsCollectivesWaitForTheOthers) {
+  set_collective_timeouts({60.0, 120.0});
+  std::vector<Tensor> sums(4);
+  const auto start = std::chrono::steady_clock::now();
+  spawn(
+      [&](int ordinal) {
+        sums[ordinal] = all_reduce(ReduceType::kSum, ones({}));
+        mark_step();  // waits on the worker for devices 2 and 3
+      },
+      2);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  for (int d : {2, 3}) {
+    DeviceGuard on(d);
+    sums[d] = all_reduce(ReduceType::kSum, ones({}));
+    mark_step();
+  }
+  for (const Tensor& sum : sums) EXPECT_EQ(sum.item<float>(), 4);
+  set_collective_timeouts({});
+}
+
+TEST_F(SpawnTest, ClearingAbsenceCancelsAMarkStillQueued) {
+  {
+    DeviceGuard on(1);
+    keep_device_busy();
+  }
+  mark_device_absent(1, "nobody drives it");  // queued behind the work
+  clear_device_absent(1);
+  wait_device_ops();
+  std::vector<float> sums(4, 0);
+  spawn([&](int ordinal) { sums[ordinal] = all_reduce(ReduceType::kSum, ones({})).item<float>(); });
+  EXPECT_EQ(sums, (std::vector<float>{4, 4, 4, 4}));
+}
+
 TEST_F(SpawnTest, DevicesAreDrivenAgainAfterASpawn) {
   auto sum_on_every_device = [] {
     std::vector<float> sums(4, 0);

@@ -104,7 +104,8 @@ void mark_device_failed(int device, const std::string& reason);
 // Declares a device absent: nothing drives it for now (spawn does this when
 // a device's function returns). Once the device's worker has run what is
 // queued on it, every collective that needs it and that it has not joined
-// fails with CollectiveError naming it, until clear_device_absent(device).
+// fails with CollectiveError naming it, until clear_device_absent(device),
+// which takes effect at once and also cancels a mark still queued.
 void mark_device_absent(int device, const std::string& reason);
 void clear_device_absent(int device);
 

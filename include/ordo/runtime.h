@@ -45,10 +45,15 @@ class DeviceGuard {
 
 // Runs fn(ordinal) on a thread per device, for ordinals 0..count-1 (count <
 // 0: every device), each thread with its device current and bound to it (see
-// bind_thread_to_device); returns when every call has returned. Like
+// bind_thread_to_device); returns when every call has returned and, when
+// it spawned every device, the devices ran what the calls queued. Like
 // torch_xla's xmp.spawn, with threads for processes. With fewer threads than
 // devices, collectives over every device wait for the missing ones (and time
 // out): use replica groups of the spawned devices.
+//
+// A call that returns leaves its device absent until spawn returns
+// (mark_device_absent): a peer waiting for a collective the device never
+// queued fails at once, naming it, instead of timing out.
 //
 // A call that throws marks its device failed until shutdown(), so that
 // peers waiting for it in a collective fail at once instead of timing out;

@@ -110,23 +110,27 @@ def spawn(fn, args=(), nprocs=None):
     marked failed (its peers' collectives fail promptly instead of waiting)
     and spawn raises the first error, saying which ordinal raised it. A
     device whose call returned is absent until spawn returns: a peer waiting
-    for a collective or rendezvous it never joined fails promptly too. spawn
-    returns once the devices ran what their calls queued. With nprocs below
-    the number of devices, collectives over every device wait for the
-    missing ones: give them replica groups."""
+    for a collective or rendezvous it never joined fails promptly too. A
+    spawn of every device returns once the devices ran what their calls
+    queued. With nprocs below the number of devices, collectives over every
+    device wait for the missing ones: give them replica groups."""
     count = _C.num_devices() if nprocs is None else int(nprocs)
     if not 1 <= count <= _C.num_devices():
         raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")
     results = [None] * count
     errors = []  # (time, ordinal, error), appended by the failing threads
     lock = threading.Lock()
+    generation = _C._runtime_generation()
+
+    def same_runtime():  # fn may shut the runtime down, and start another
+        return _C.is_initialized() and _C._runtime_generation() == generation
 
     def run(index):
         try:
             _C.set_current_device(index)
             bind_thread_to_device(index)
             results[index] = fn(index, *args)
-            if _C.is_initialized():  # fn may have shut the runtime down
+            if same_runtime():
                 reason = "its spawn function returned"
                 _C.mark_device_absent(index, reason)
                 _exchange.mark_absent(index, reason)
@@ -134,7 +138,8 @@ def spawn(fn, args=(), nprocs=None):
             with lock:
                 errors.append((time.monotonic(), index, error))
             reason = f"its spawn function raised {type(error).__name__}: {error}"
-            _C.mark_device_failed(index, reason)
+            if same_runtime():
+                _C.mark_device_failed(index, reason)
             _exchange.fail_device(index, reason)
 
     threads = [threading.Thread(target=run, args=(i,), name=f"ordo-device-{i}") for i in range(count)]
@@ -142,12 +147,18 @@ def spawn(fn, args=(), nprocs=None):
         thread.start()
     for thread in threads:
         thread.join()
-    # The devices may be driven again once every wait their absence decides
-    # is over (unless fn shut the runtime down).
-    if _C.is_initialized():
+    # The devices may be driven again: as ordo::spawn, a spawn of every
+    # device first lets them run what they queued, so that every wait their
+    # absence decides ends (with fewer, a queued collective may need a device
+    # the caller drives only after spawn returns).
+    try:
+        if count == _C.num_devices() and same_runtime():
+            for index in range(count):
+                _C.wait_device_ops(index)
+    finally:
         for index in range(count):
-            _C.wait_device_ops(index)
-            _C.clear_device_absent(index)
+            if same_runtime():
+                _C.clear_device_absent(index)
             _exchange.clear_absent(index)
     if errors:
         # The first error in time is the cause; the others follow from it.

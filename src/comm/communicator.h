@@ -35,8 +35,10 @@ class Communicator {
   // device is gone: every collective waiting for it, now or later, fails.
   virtual void mark_device_failed(int device, const std::string& reason) = 0;
   // device is driven by nobody for now: as mark_device_failed, until
-  // clear_device_absent(device).
-  virtual void mark_device_absent(int device, const std::string& reason) = 0;
+  // clear_device_absent(device). The mark counts only if no clear came
+  // since absence_epoch(device) gave epoch.
+  virtual uint64_t absence_epoch(int device) = 0;
+  virtual void mark_device_absent(int device, const std::string& reason, uint64_t epoch) = 0;
   virtual void clear_device_absent(int device) = 0;
 };
 

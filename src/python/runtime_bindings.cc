@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "python/module.h"
+#include "runtime/runtime.h"
 
 namespace ordo::python {
 namespace {
@@ -110,6 +111,8 @@ void bind_runtime(py::module_& m) {
   m.def("mark_device_failed", &mark_device_failed);
   m.def("mark_device_absent", &mark_device_absent);
   m.def("clear_device_absent", &clear_device_absent);
+  // Which runtime runs (0: none), so that spawn can tell whether fn replaced it.
+  m.def("_runtime_generation", [] { return is_initialized() ? runtime::get().generation() : uint64_t{0}; });
 }
 
 }  // namespace ordo::python

@@ -43,14 +43,16 @@ class DeviceNews {
     tell([&] { mark_device_absent(ordinal, "its spawn function returned"); });
   }
   // Once every spawn thread ended: the devices may be driven again (by the
-  // caller, or by another spawn) when every wait their absence decides is
-  // over, that is, when their workers ran what was queued.
+  // caller, or by another spawn). A spawn of every device first lets the
+  // waits that their absence decides end, that is, lets every device run
+  // what it queued. With fewer devices it cannot: a queued collective may
+  // need a device that the caller drives only after spawn returns.
   void spawn_over(int count) const noexcept {
     tell([&] {
-      for (int ordinal = 0; ordinal < count; ++ordinal) {
-        wait_device_ops(ordinal);
-        clear_device_absent(ordinal);
+      if (count == num_devices()) {
+        for (int ordinal = 0; ordinal < count; ++ordinal) wait_device_ops(ordinal);
       }
+      for (int ordinal = 0; ordinal < count; ++ordinal) clear_device_absent(ordinal);
     });
   }
 

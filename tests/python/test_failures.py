@@ -286,6 +286,23 @@ def test_devices_are_driven_again_after_a_spawn_in_which_one_returned_early(boun
     assert [r.tolist() for r in ordo.spawn(all_reduce_of_ones)] == [[4.0, 4.0]] * 4
 
 
+def test_a_spawn_of_some_devices_returns_while_its_collectives_wait_for_the_others(bounded_timeouts):
+    def step(index):
+        total = ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2))
+        ordo.mark_step()  # waits on the worker for devices 2 and 3
+        return total
+
+    start = time.monotonic()
+    totals = ordo.spawn(step, nprocs=2)
+    assert time.monotonic() - start < 10.0  # long before the 20 s timeout
+    for index in (2, 3):
+        ordo.set_device(index)
+        totals.append(ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2)))
+        ordo.mark_step()
+    ordo.set_device(0)
+    assert [t.numpy().tolist() for t in totals] == [[4.0, 4.0]] * 4
+
+
 def test_the_peers_of_a_failed_device_are_told_who_is_gone(bounded_timeouts):
     gone = "cannot complete: device 3 is gone (its spawn function raised RuntimeError: user code failed)"
     outcomes = spmd.spawn_outcomes(spmd.with_failing_device(all_reduce_of_ones))

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,10 +23,23 @@ class GoneDevices {
  public:
   // Gone for good. The first reason given for a device is the one reported.
   void mark(int device, const std::string& reason) { add(gone_, device, reason); }
-  // Absent until clear_absent.
-  void mark_absent(int device, const std::string& reason) { add(absent_, device, reason); }
+  // Absent until clear_absent. A mark is made for the device's absence
+  // epoch it was asked in (it takes effect later, on the device's worker),
+  // and is dropped if a clear came in between.
+  uint64_t absence_epoch(int device) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = absence_epochs_.find(device);
+    return it == absence_epochs_.end() ? 0 : it->second;
+  }
+  void mark_absent(int device, const std::string& reason, uint64_t epoch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = absence_epochs_.find(device);
+    if ((it == absence_epochs_.end() ? 0 : it->second) != epoch) return;
+    add_locked(absent_, device, reason);
+  }
   void clear_absent(int device) {
     std::lock_guard<std::mutex> lock(mu_);
+    ++absence_epochs_[device];
     if (absent_.erase(device) != 0) count_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
@@ -44,12 +58,16 @@ class GoneDevices {
  private:
   void add(std::map<int, std::string>& reasons, int device, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
+    add_locked(reasons, device, reason);
+  }
+  void add_locked(std::map<int, std::string>& reasons, int device, const std::string& reason) {
     if (reasons.emplace(device, reason).second) count_.fetch_add(1, std::memory_order_seq_cst);
   }
 
   mutable std::mutex mu_;
   std::map<int, std::string> gone_;
   std::map<int, std::string> absent_;
+  std::map<int, uint64_t> absence_epochs_;  // raised by every clear_absent
   std::atomic<int> count_{0};
 };
 

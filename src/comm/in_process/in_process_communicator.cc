@@ -172,8 +172,8 @@ void InProcessCommunicator::mark_device_failed(int device, const std::string& re
   wake_every_channel();
 }
 
-void InProcessCommunicator::mark_device_absent(int device, const std::string& reason) {
-  gone_.mark_absent(device, reason);
+void InProcessCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
+  gone_.mark_absent(device, reason, epoch);
   wake_every_channel();
 }
 
