@@ -246,17 +246,10 @@ void mark_device_failed(int device, const std::string& reason) {
 void mark_device_absent(int device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
-  // After what the device has queued: a collective it queued, it joins. A
-  // clear_device_absent before then cancels it.
-  comm::Communicator& communicator = rt.communicator();
-  const uint64_t epoch = communicator.absence_epoch(device);
-  rt.device(device).worker().submit([&communicator, device, reason, epoch]() noexcept {
-    try {
-      communicator.mark_device_absent(device, reason, epoch);
-    } catch (const std::exception&) {
-      // Out of memory: peers then wait for their timeout, as they would
-      // without this.
-    }
+  // A clear_device_absent before the mark takes effect cancels it.
+  const uint64_t epoch = rt.communicator().absence_epoch(device);
+  rt.tell_after_queue(device, [device, reason, epoch](comm::Communicator& communicator) {
+    communicator.mark_device_absent(device, reason, epoch);
   });
 }
 

@@ -66,18 +66,22 @@ Runtime::~Runtime() {
   // waiting for its timeout (minutes by default): each device is declared
   // gone once its worker has run its queue, and a peer still waiting for it
   // fails at once, naming it.
-  for (const auto& device : devices_) {
-    try {
-      device->worker().submit([&communicator = *communicator_, ordinal = device->ordinal()]() noexcept {
-        try {
-          communicator.mark_device_failed(ordinal, "the runtime shut down before it ran this collective");
-        } catch (const std::exception&) {
-        }
-      });
-    } catch (const std::exception&) {
-      // Out of memory: such a wait then lasts until its timeout, as it would
-      // without this.
-    }
+  for (int ordinal = 0; ordinal < num_devices(); ++ordinal) {
+    tell_after_queue(ordinal, [ordinal](comm::Communicator& communicator) {
+      communicator.mark_device_failed(ordinal, "the runtime shut down before it ran this collective");
+    });
+  }
+}
+
+void Runtime::tell_after_queue(int ordinal, std::function<void(comm::Communicator&)> news) noexcept {
+  try {
+    devices_[ordinal]->worker().submit([&communicator = *communicator_, news = std::move(news)]() noexcept {
+      try {
+        news(communicator);
+      } catch (const std::exception&) {
+      }
+    });
+  } catch (const std::exception&) {
   }
 }
 

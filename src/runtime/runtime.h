@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <functional>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -30,6 +31,11 @@ class Runtime {
   device::Device& device(int ordinal) { return *devices_[ordinal]; }
   lazy::DeviceGraph& graph(int ordinal) { return *graphs_[ordinal]; }
   comm::Communicator& communicator() { return *communicator_; }
+  // Gives the communicator news of device `ordinal` on its worker, after
+  // what is queued there (what it queued, it will join). Never throws: out
+  // of memory, the news is lost and its peers wait for their timeout, as
+  // they would without it.
+  void tell_after_queue(int ordinal, std::function<void(comm::Communicator&)> news) noexcept;
 
  private:
   const uint64_t generation_;
