@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -262,13 +263,15 @@ TEST_F(SpawnTest, BindingChecksTheDeviceAndTakesTheCurrentOneByDefault) {
   }).join();
 }
 
-// The CPUs each device's worker may run on.
+// The CPUs each device's worker thread may run on. Nobody drains, which
+// would run the task on the draining thread.
 std::vector<std::vector<int>> worker_cpus() {
   std::vector<std::vector<int>> cpus(static_cast<size_t>(num_devices()));
   for (int d = 0; d < num_devices(); ++d) {
-    device::Worker& worker = runtime::get().device(d).worker();
-    worker.submit([&cpus, d] { cpus[d] = cpus_of_this_thread(); });
-    worker.drain();
+    std::promise<std::vector<int>> cpus_of_worker;
+    runtime::get().device(d).worker().submit(
+        [&cpus_of_worker] { cpus_of_worker.set_value(cpus_of_this_thread()); });
+    cpus[d] = cpus_of_worker.get_future().get();
   }
   return cpus;
 }

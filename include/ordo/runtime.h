@@ -87,6 +87,10 @@ void mark_step(int device = -1);
 // is in no graph, dropped or cut).
 void drop_pending_graph(int device = -1);
 // Waits until the device's worker has run everything submitted so far.
+// While its worker thread runs nothing, the waiting thread runs the queued
+// graphs itself (reading a tensor does the same for the graphs before it):
+// it would only sleep meanwhile, and handing a step over to another thread
+// and back costs more than a small step.
 void wait_device_ops(int device);
 void wait_device_ops();  // every device
 

@@ -25,24 +25,44 @@ void Worker::submit(std::function<void()> task) {
 
 void Worker::drain() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [this] { return queue_.empty() && !running_task_; });
+  for (;;) {
+    while (may_take_task()) run_front(lock);
+    if (queue_.empty() && !running_task_) return;
+    // Another thread runs a task; it reports when the queue is empty.
+    idle_cv_.wait(lock);
+  }
+}
+
+bool Worker::help_until(const std::function<bool()>& done) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!done() && may_take_task()) run_front(lock);
+  // The worker thread may have been woken for a task this thread took, and
+  // gone back to sleep: wake it for what this thread leaves.
+  if (may_take_task()) wake_.notify_one();
+  return done();
+}
+
+void Worker::run_front(std::unique_lock<std::mutex>& lock) {
+  std::function<void()> task = std::move(queue_.front());
+  queue_.pop_front();
+  running_task_ = true;
+  lock.unlock();
+  task();
+  task = nullptr;  // release what the task held before reporting idle
+  lock.lock();
+  running_task_ = false;
+  if (queue_.empty()) idle_cv_.notify_all();
+  // A stopping worker thread waits for the last task to end, whoever ran it.
+  if (stopping_) wake_.notify_one();
 }
 
 void Worker::loop(int cpu) {
   if (cpu >= 0) pin_current_thread(cpu);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    wake_.wait(lock, [this] { return may_take_task() || (stopping_ && !running_task_); });
     if (queue_.empty()) return;  // stopping, nothing left
-    std::function<void()> task = std::move(queue_.front());
-    queue_.pop_front();
-    running_task_ = true;
-    lock.unlock();
-    task();
-    task = nullptr;  // release what the task held before reporting idle
-    lock.lock();
-    running_task_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
+    run_front(lock);
   }
 }
 

@@ -1,6 +1,14 @@
-// A device's worker: one thread that runs submitted tasks in submission order.
+// A device's worker: runs submitted tasks one at a time, in submission
+// order. Its own thread runs them in the background; a thread that waits
+// for the device (drain, help_until) runs queued tasks itself while the
+// worker thread runs none. A step is "trace, mark_step, wait": handing the
+// step to the worker thread and back costs two thread switches, each a few
+// microseconds of system calls in a virtual machine, for every step; the
+// waiting thread would only sleep through the step anyway.
 //
-// Locking: mu_ guards queue_, stopping_ and idle_; tasks run without it.
+// Locking: mu_ guards queue_, running_task_ and stopping_; tasks run
+// without it. Taking a task and reporting its end under mu_ orders every
+// task after the one before, whichever threads ran them.
 #pragma once
 
 #include <condition_variable>
@@ -19,13 +27,22 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Tasks must not throw: they report failures through their outputs.
+  // Tasks must not throw: they report failures through their outputs. A
+  // task must not wait for its own worker.
   void submit(std::function<void()> task);
-  // Blocks until every task submitted before the call has run.
+  // Blocks until every task submitted before the call has run, running
+  // queued tasks on the calling thread while the worker thread runs none.
   void drain();
+  // Runs queued tasks on the calling thread while the worker thread runs
+  // none, until done() holds or nothing is queued; returns done(). The
+  // worker thread goes on with whatever is left.
+  bool help_until(const std::function<bool()>& done);
 
  private:
   void loop(int cpu);
+  bool may_take_task() const { return !running_task_ && !queue_.empty(); }
+  // Runs the front task with mu_ released; lock holds mu_ before and after.
+  void run_front(std::unique_lock<std::mutex>& lock);
 
   std::mutex mu_;
   std::condition_variable wake_;

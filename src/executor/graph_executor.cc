@@ -70,6 +70,9 @@ void sync_device(int ordinal, bool raise_failure) {
   });
 }
 
+namespace {
+
+// The tensor's data, cutting its device's graph first if it is pending.
 std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor) {
   lazy::DeviceGraph& graph = runtime::get().graph(tensor.device);
   for (;;) {
@@ -79,6 +82,16 @@ std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor) 
     }
     sync_device(tensor.device, /*raise_failure=*/false);
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const device::Buffer> wait_for_value(const lazy::TensorImpl& tensor) {
+  const std::shared_ptr<device::DeviceData> data = materialize(tensor);
+  if (!data->is_done()) {
+    runtime::get().device(tensor.device).worker().help_until([&data] { return data->is_done(); });
+  }
+  return data->wait();
 }
 
 }  // namespace ordo::executor

@@ -14,7 +14,10 @@ namespace ordo::executor {
 // failure of an earlier graph of the device, changing nothing else.
 void sync_device(int device, bool raise_failure);
 
-// The tensor's data, cutting its device's graph first if it is pending.
-std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor);
+// The tensor's value once computed: cuts its device's graph first if it is
+// pending, and runs the device's queued graphs on this thread while its
+// worker thread runs none (see worker.h). Rethrows the failure of the graph
+// that computed it.
+std::shared_ptr<const device::Buffer> wait_for_value(const lazy::TensorImpl& tensor);
 
 }  // namespace ordo::executor

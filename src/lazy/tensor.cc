@@ -34,7 +34,7 @@ void Tensor::copy_to_host(void* dst, size_t nbytes) const {
   const size_t expected = static_cast<size_t>(numel()) * dtype_size(dtype());
   ORDO_ARG_CHECK(nbytes == expected, "copy_to_host: the tensor has ", expected, " bytes, the destination ",
                  nbytes);
-  const std::shared_ptr<const device::Buffer>& buffer = executor::materialize(*impl_)->wait();
+  const std::shared_ptr<const device::Buffer> buffer = executor::wait_for_value(*impl_);
   if (nbytes != 0) std::memcpy(dst, buffer->storage.get(), nbytes);
 }
 

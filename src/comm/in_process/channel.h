@@ -40,8 +40,10 @@
 //   notifying cv. So one of the two always sees the other: no lost
 //   wake-up. Nobody calls wake() with mu held.
 // - Member::next_sequence, done_through, calls and staged are used only by
-//   the member's worker thread; Member::joined and Member::done are written
-//   by it and read by peers.
+//   the thread that runs the member's device's tasks, one at a time (the
+//   worker thread or a waiting thread, ordered by the worker's mutex: see
+//   worker.h); Member::joined and Member::done are written by it and read
+//   by peers.
 // - Order: InProcessCommunicator::channels_mu_, then mu, then GoneDevices.
 #pragma once
 

@@ -1,0 +1,136 @@
+// The device worker: tasks run one at a time in submission order, whether
+// the worker thread or a waiting thread runs them.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "device/worker.h"
+
+namespace ordo::device {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits up to 10 s for flag; a missed wake-up fails the test instead of
+// hanging it.
+bool eventually(const std::atomic<bool>& flag) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(100us);
+  }
+  return true;
+}
+
+TEST(WorkerTest, TasksRunOneAtATimeInSubmissionOrderWhoeverRunsThem) {
+  Worker worker;
+  std::mutex submit_mu;  // numbers tasks in the order they are queued
+  int submitted = 0;
+  std::vector<int> ran;  // written by tasks only: ordered by the worker
+  std::atomic<bool> in_task{false};
+  std::atomic<int> overlaps{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        {
+          std::lock_guard<std::mutex> lock(submit_mu);
+          worker.submit([&, number = submitted++] {
+            if (in_task.exchange(true)) ++overlaps;
+            ran.push_back(number);
+            in_task.store(false);
+          });
+        }
+        if ((i + t) % 3 == 0) worker.drain();
+        if ((i + t) % 3 == 1) worker.help_until([] { return false; });
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  worker.drain();
+  EXPECT_EQ(overlaps.load(), 0);
+  ASSERT_EQ(ran.size(), 2000u);
+  for (size_t i = 0; i < ran.size(); ++i) ASSERT_EQ(ran[i], static_cast<int>(i));
+}
+
+TEST(WorkerTest, DrainRunsQueuedTasksOnTheWaitingThread) {
+  Worker worker;
+  int on_this_thread = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::thread::id ran_on;
+    worker.submit([&ran_on] { ran_on = std::this_thread::get_id(); });
+    worker.drain();
+    if (ran_on == std::this_thread::get_id()) ++on_this_thread;
+  }
+  // The worker thread sleeps between tasks: waking it takes longer than
+  // taking the task, so the waiting thread runs most of them.
+  EXPECT_GT(on_this_thread, 0);
+}
+
+TEST(WorkerTest, DrainWaitsForTheTaskAnotherThreadRunsAndTheRestOfTheQueue) {
+  Worker worker;
+  std::atomic<bool> started{false}, release{false}, first_done{false}, second_done{false};
+  worker.submit([&] {
+    started.store(true);
+    while (!release.load()) std::this_thread::sleep_for(100us);
+    first_done.store(true);
+  });
+  ASSERT_TRUE(eventually(started));  // on the worker thread: nobody else runs tasks yet
+  worker.submit([&] {
+    EXPECT_TRUE(first_done.load());
+    second_done.store(true);
+  });
+  std::thread drainer([&] { worker.drain(); });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(second_done.load());  // not beside the running task
+  release.store(true);
+  drainer.join();
+  EXPECT_TRUE(second_done.load());
+}
+
+TEST(WorkerTest, HelpUntilStopsWhenDoneAndTheWorkerThreadRunsTheRest) {
+  Worker worker;
+  for (int i = 0; i < 20; ++i) {
+    std::atomic<bool> first{false}, second{false};
+    // While the first task runs here, the worker thread, woken for it,
+    // finds it taken and goes back to sleep.
+    worker.submit([&] {
+      std::this_thread::sleep_for(2ms);
+      first.store(true);
+    });
+    worker.submit([&] { second.store(true); });
+    // Returns once the first task ran here, or at once if the worker
+    // thread took it.
+    worker.help_until([&] { return first.load(); });
+    // Nobody waits for the second task: the worker thread must run it.
+    ASSERT_TRUE(eventually(first)) << "iteration " << i;
+    ASSERT_TRUE(eventually(second)) << "iteration " << i;
+  }
+}
+
+TEST(WorkerTest, HelpUntilReturnsWhetherItIsDone) {
+  Worker worker;
+  EXPECT_FALSE(worker.help_until([] { return false; }));  // nothing queued
+  EXPECT_TRUE(worker.help_until([] { return true; }));
+}
+
+TEST(WorkerTest, DestructionRunsWhatIsQueuedAndWaitsForTheRunningTask) {
+  std::atomic<int> ran{0};
+  {
+    Worker worker;
+    for (int i = 0; i < 10; ++i) {
+      worker.submit([&ran] {
+        std::this_thread::sleep_for(1ms);
+        ++ran;
+      });
+    }
+  }
+  EXPECT_EQ(ran.load(), 10);
+}
+
+}  // namespace
+}  // namespace ordo::device
