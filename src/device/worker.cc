@@ -47,8 +47,12 @@ void Worker::run_front(std::unique_lock<std::mutex>& lock) {
   queue_.pop_front();
   running_task_ = true;
   lock.unlock();
-  task();
-  task = nullptr;  // release what the task held before reporting idle
+  // A task that throws ends the process, on whichever thread it runs: a
+  // waiting thread must not return with the worker marked busy forever.
+  [&task]() noexcept {
+    task();
+    task = nullptr;  // release what the task held before reporting idle
+  }();
   lock.lock();
   running_task_ = false;
   if (queue_.empty()) idle_cv_.notify_all();

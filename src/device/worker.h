@@ -35,7 +35,8 @@ class Worker {
   void drain();
   // Runs queued tasks on the calling thread while the worker thread runs
   // none, until done() holds or nothing is queued; returns done(). The
-  // worker thread goes on with whatever is left.
+  // worker thread goes on with whatever is left. done() is called with the
+  // worker's lock held: a cheap check that does not use the worker.
   bool help_until(const std::function<bool()>& done);
 
  private:
