@@ -33,9 +33,12 @@ KernelFn kernel_for(ir::OpKind op) {
 }
 
 const std::shared_ptr<const device::Buffer>& token_buffer() {
-  static const std::shared_ptr<const device::Buffer> token =
-      std::make_shared<const device::Buffer>(device::Buffer{DType::kBool, {}, 0, nullptr});
-  return token;
+  // Held without a reference count (aliasing an empty owner), and never
+  // destroyed: every device copies it at every collective, and a shared
+  // count would move its cache line between the devices' cores at each copy.
+  static const auto* token = new device::Buffer{DType::kBool, {}, 0, nullptr};
+  static const std::shared_ptr<const device::Buffer> unowned(std::shared_ptr<const device::Buffer>(), token);
+  return unowned;
 }
 
 }  // namespace ordo::kernels
