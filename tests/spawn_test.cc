@@ -216,6 +216,39 @@ TEST_F(SpawnTest, AThreadEndedEarlyCountsAsAFailure) {
   }
 }
 
+// Waiting for its device, a driver runs the device's graph itself; a
+// cancellation that comes while it waits in that graph's collective is
+// acted on after the collective, not through it (which would end the
+// process, or leave the collective half-joined).
+TEST_F(SpawnTest, ADriverCancelledInsideItsDevicesCollectiveUnwindsAfterIt) {
+  std::atomic<pthread_t> driver0{};
+  std::atomic<bool> waiting{false};
+  std::vector<float> sums(4, 0);
+  try {
+    spawn([&](int ordinal) {
+      if (ordinal == 0) driver0 = pthread_self();
+      if (ordinal == 1) {
+        while (!waiting) std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        pthread_cancel(driver0.load());
+      }
+      Tensor sum = all_reduce(ReduceType::kSum, full({}, 1.0, DType::kFloat32));
+      mark_step();
+      if (ordinal == 0) {
+        waiting = true;
+        wait_device_ops(0);  // meets devices 1-3 here, or on its worker
+        pthread_testcancel();
+        ADD_FAILURE() << "device 0 was not cancelled";
+      }
+      sums[ordinal] = sum.item<float>();
+    });
+    ADD_FAILURE() << "spawn returned";
+  } catch (const ExecutionError& e) {
+    EXPECT_PRED_FORMAT2(::testing::IsSubstring, "device 0 ended before its function returned", e.what());
+  }
+  EXPECT_EQ(sums, (std::vector<float>{0, 4, 4, 4}));
+}
+
 TEST_F(SpawnTest, SpawnedThreadsAreBoundToTheirDevicesCpus) {
   const std::vector<int> allowed = cpus_of_this_thread();
   std::vector<std::vector<int>> bound(4);

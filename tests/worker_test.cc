@@ -118,7 +118,7 @@ TEST(WorkerTest, HelpUntilReturnsWhetherItIsDone) {
   EXPECT_TRUE(worker.help_until([] { return true; }));
 }
 
-TEST(WorkerTest, DestructionRunsWhatIsQueuedAndWaitsForTheRunningTask) {
+TEST(WorkerTest, DestructionRunsWhatIsQueued) {
   std::atomic<int> ran{0};
   {
     Worker worker;

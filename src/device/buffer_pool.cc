@@ -14,10 +14,12 @@ namespace {
 constexpr size_t kAlignment = 64;
 
 struct SmallBuffers;
-// Blocks up to 4 KiB are kept per thread: a worker frees most of what it
-// allocates (a step's intermediates) and allocates it again the next step.
-// At most 64 KiB per class (64 blocks of 1 KiB), 4 MiB in all. A result the
-// worker made and its reader frees goes to the reader's cache.
+// Blocks up to 4 KiB are kept per thread: the thread that runs a step
+// frees most of what it allocates (the step's intermediates) and, running
+// the next step, allocates it again. That is usually one thread: the
+// worker's, or its driver's when the driver waits for every step (see
+// worker.h). At most 64 KiB per class (64 blocks of 1 KiB), 4 MiB in all.
+// A result freed by its reader goes to the reader's cache.
 using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, 64, 64 * 1024>;
 
 size_t round_up(size_t bytes, size_t multiple) { return (bytes + multiple - 1) / multiple * multiple; }

@@ -1,5 +1,7 @@
 #include "device/worker.h"
 
+#include <pthread.h>
+
 #include "device/cpu_placement.h"
 
 namespace ordo::device {
@@ -16,11 +18,15 @@ Worker::~Worker() {
 }
 
 void Worker::submit(std::function<void()> task) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
+    // Whoever runs a task now takes the next one after it, or (help_until
+    // stopping) wakes the worker thread for it.
+    wake = !running_task_;
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void Worker::drain() {
@@ -47,12 +53,18 @@ void Worker::run_front(std::unique_lock<std::mutex>& lock) {
   queue_.pop_front();
   running_task_ = true;
   lock.unlock();
-  // A task that throws ends the process, on whichever thread it runs: a
-  // waiting thread must not return with the worker marked busy forever.
+  // A waiting thread may be cancelled (spawn allows it) while it waits in
+  // a task's collective: the cancellation is deferred until the task is
+  // done, so that it unwinds from the wait, not through a half-joined
+  // collective. A task that throws ends the process, on whichever thread
+  // it runs: a waiting thread must not leave the worker marked busy.
+  int cancel_state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
   [&task]() noexcept {
     task();
     task = nullptr;  // release what the task held before reporting idle
   }();
+  pthread_setcancelstate(cancel_state, nullptr);
   lock.lock();
   running_task_ = false;
   if (queue_.empty()) idle_cv_.notify_all();

@@ -87,10 +87,11 @@ std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor) 
 }  // namespace
 
 std::shared_ptr<const device::Buffer> wait_for_value(const lazy::TensorImpl& tensor) {
+  // Found before the cut: looked up after it, a runtime shut down meanwhile
+  // by another thread would be started afresh here.
+  device::Worker& worker = runtime::get().device(tensor.device).worker();
   const std::shared_ptr<device::DeviceData> data = materialize(tensor);
-  if (!data->is_done()) {
-    runtime::get().device(tensor.device).worker().help_until([&data] { return data->is_done(); });
-  }
+  if (!data->is_done()) worker.help_until([&data] { return data->is_done(); });
   return data->wait();
 }
 

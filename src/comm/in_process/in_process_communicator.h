@@ -10,8 +10,10 @@
 //   comm.run(call);  // on each device's worker, with that device's call
 //
 // Locking: channels_mu_ guards channels_ (a channel, once made, lives as
-// long as the communicator). routes_[d] is used only by device d's worker
-// thread, the only caller of run and abandon for d. Order: channels_mu_
+// long as the communicator). routes_[d] is used only by whoever runs
+// device d's tasks, the only caller of run and abandon for d: its worker
+// thread or a thread waiting for d, one at a time, ordered by the worker's
+// mutex (worker.h). Order: channels_mu_
 // before Channel::mu (channel.h), before GoneDevices (gone_devices.h).
 #pragma once
 
