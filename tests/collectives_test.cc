@@ -3,6 +3,7 @@
 // against a plain reference loop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "spmd.h"
@@ -275,28 +276,44 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectivesTest, ::testing::ValuesIn(cases(
 namespace ordo {
 namespace {
 
-// Outputs of 8 MiB and more take the streaming-store path, and small ones
-// (<= 4 KiB) the one-meeting path: both against the reference loop.
+// Outputs of 8 MiB and more take the streaming-store path (a line at a
+// time, the share of the last rank ending inside a line), and small ones
+// (<= 4 KiB) the one-meeting path: both against the reference loop, for
+// each floating reduce type.
 TEST(CollectivesLargeAndSmall, AllReduceIsExactOnEveryPath) {
+  struct Reduction {
+    ReduceType type;
+    double scale;
+    float (*op)(float, float);
+  };
+  const Reduction reductions[] = {
+      {ReduceType::kSum, 0.5, [](float a, float b) { return a + b; }},
+      {ReduceType::kMul, 1.0, [](float a, float b) { return a * b; }},
+      {ReduceType::kMin, 1.0, [](float a, float b) { return std::min(a, b); }},
+      {ReduceType::kMax, 2.0, [](float a, float b) { return std::max(a, b); }},
+  };
   for (int world : {2, 3}) {
-    for (int64_t count : {int64_t{1000}, int64_t{3} << 20}) {
+    for (int64_t count : {int64_t{1000}, (int64_t{3} << 20) + 5}) {
       shutdown();
       init(world);
-      auto outcomes = testing::run_on_devices<std::vector<float>>(world, [&](int d) {
-        Tensor x = rand_uniform({count}, 100 + d);
-        return all_reduce(ReduceType::kSum, x, 0.5).to_vector<float>();
-      });
       std::vector<std::vector<float>> inputs;
       for (int d = 0; d < world; ++d) {
         DeviceGuard on(0);
         inputs.push_back(rand_uniform({count}, 100 + d).to_vector<float>());
       }
-      for (int64_t i = 0; i < count; ++i) {
-        float acc = inputs[0][i];
-        for (int d = 1; d < world; ++d) acc += inputs[d][i];
-        const float expected = static_cast<float>(acc * 0.5);
-        for (int d = 0; d < world; ++d) {
-          ASSERT_EQ(outcomes[d].get()[i], expected) << "world " << world << " count " << count << " i " << i;
+      for (const Reduction& r : reductions) {
+        auto outcomes = testing::run_on_devices<std::vector<float>>(world, [&](int d) {
+          Tensor x = rand_uniform({count}, 100 + d);
+          return all_reduce(r.type, x, r.scale).to_vector<float>();
+        });
+        for (int64_t i = 0; i < count; ++i) {
+          float acc = inputs[0][i];
+          for (int d = 1; d < world; ++d) acc = r.op(acc, inputs[d][i]);
+          const float expected = static_cast<float>(acc * r.scale);
+          for (int d = 0; d < world; ++d) {
+            ASSERT_EQ(outcomes[d].get()[i], expected)
+                << "world " << world << " count " << count << " reduce " << static_cast<int>(r.type) << " i " << i;
+          }
         }
       }
     }
