@@ -156,8 +156,9 @@ def spawn(fn, args=(), nprocs=None):
             for index in range(count):
                 _C.wait_device_ops(index)
     finally:
+        clear_in_runtime = same_runtime()
         for index in range(count):
-            if same_runtime():
+            if clear_in_runtime:
                 _C.clear_device_absent(index)
             _exchange.clear_absent(index)
     if errors:

@@ -22,20 +22,20 @@ namespace ordo::comm {
 class GoneDevices {
  public:
   // Gone for good. The first reason given for a device is the one reported.
-  void mark(int device, const std::string& reason) { add(gone_, device, reason); }
+  void mark(int device, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    add_locked(gone_, device, reason);
+  }
   // Absent until clear_absent. A mark is made for the device's absence
   // epoch it was asked in (it takes effect later, on the device's worker),
   // and is dropped if a clear came in between.
   uint64_t absence_epoch(int device) const {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = absence_epochs_.find(device);
-    return it == absence_epochs_.end() ? 0 : it->second;
+    return absence_epoch_locked(device);
   }
   void mark_absent(int device, const std::string& reason, uint64_t epoch) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = absence_epochs_.find(device);
-    if ((it == absence_epochs_.end() ? 0 : it->second) != epoch) return;
-    add_locked(absent_, device, reason);
+    if (absence_epoch_locked(device) == epoch) add_locked(absent_, device, reason);
   }
   void clear_absent(int device) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,9 +56,9 @@ class GoneDevices {
   }
 
  private:
-  void add(std::map<int, std::string>& reasons, int device, const std::string& reason) {
-    std::lock_guard<std::mutex> lock(mu_);
-    add_locked(reasons, device, reason);
+  uint64_t absence_epoch_locked(int device) const {
+    auto it = absence_epochs_.find(device);
+    return it == absence_epochs_.end() ? 0 : it->second;
   }
   void add_locked(std::map<int, std::string>& reasons, int device, const std::string& reason) {
     if (reasons.emplace(device, reason).second) count_.fetch_add(1, std::memory_order_seq_cst);
