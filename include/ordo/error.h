@@ -1,6 +1,6 @@
 // Errors raised by ordo. Every failure is an exception derived from
-// ordo::Error; the Python binding maps InvalidArgument to ValueError and
-// DTypeError to TypeError.
+// ordo::Error; the Python binding maps InvalidArgument to ValueError,
+// DTypeError to TypeError and OutOfMemoryError to a MemoryError.
 //
 //   try {
 //     ordo::add(a, b);
@@ -21,6 +21,7 @@ enum class ErrorCode {
   kInvalidArgument,
   kDType,
   kExecution,
+  kOutOfMemory,
   kCollective,
   kCollectiveMismatch,
   kCollectiveTimeout,
@@ -46,6 +47,8 @@ ORDO_ERROR_CLASS(InvalidArgument, Error, kInvalidArgument)
 ORDO_ERROR_CLASS(DTypeError, InvalidArgument, kDType)
 // A failure while a graph ran on a device; names the op that failed.
 ORDO_ERROR_CLASS(ExecutionError, Error, kExecution)
+// A buffer could not be allocated: says how many bytes, for what shape.
+ORDO_ERROR_CLASS(OutOfMemoryError, ExecutionError, kOutOfMemory)
 // A collective failed: a peer failed or is gone.
 ORDO_ERROR_CLASS(CollectiveError, ExecutionError, kCollective)
 // Participants of one collective brought different ops.

@@ -79,14 +79,13 @@ Tensor from_host(const void* data, DType dtype, const Shape& shape, int device =
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, int device = -1) {
+  const int64_t numel = checked_shape_size("from_vector", shape, dtype_of<T>()).numel;
+  ORDO_ARG_CHECK(static_cast<int64_t>(values.size()) == numel, "from_vector: ", values.size(),
+                 " values for shape ", shape_to_string(shape));
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());
-    ORDO_ARG_CHECK(static_cast<int64_t>(bytes.size()) == shape_numel(shape), "from_vector: ",
-                   values.size(), " values for shape ", shape_to_string(shape));
     return from_host(bytes.data(), DType::kBool, shape, device);
   } else {
-    ORDO_ARG_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ",
-                   values.size(), " values for shape ", shape_to_string(shape));
     return from_host(values.data(), dtype_of<T>(), shape, device);
   }
 }

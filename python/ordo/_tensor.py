@@ -53,9 +53,18 @@ def ones(shape, dtype=np.float32, device=None):
     return full(shape, 1, dtype, device)
 
 
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+
+
 def arange(start, stop=None, step=1, dtype=None, device=None):
+    """[start, stop) by step, like numpy.arange. The bounds and step must be
+    finite and the step nonzero; integers must fit int64, and so must the
+    number of elements (ValueError otherwise)."""
     if stop is None:
         start, stop = 0, start
+    for name, value in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(value, numbers.Integral) and not _INT64_MIN <= value <= _INT64_MAX:
+            raise ValueError(f"arange: {name} {value} does not fit int64")
     if dtype is None:
         integral = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
         dtype = np.int64 if integral else np.float32

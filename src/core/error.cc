@@ -10,6 +10,8 @@ void throw_error_code(ErrorCode code, const std::string& message) {
       throw DTypeError(message);
     case ErrorCode::kExecution:
       throw ExecutionError(message);
+    case ErrorCode::kOutOfMemory:
+      throw OutOfMemoryError(message);
     case ErrorCode::kCollective:
       throw CollectiveError(message);
     case ErrorCode::kCollectiveMismatch:

@@ -96,6 +96,16 @@ int64_t splittable_dim(std::string_view what, const Tensor& x, int64_t dim, int6
   return d;
 }
 
+// Dimension dim of a collective's result: the input's size there times the
+// group size, which int64 must hold.
+int64_t gathered_dim(std::string_view what, const Tensor& x, int64_t dim, int64_t parts) {
+  int64_t size = 0;
+  ORDO_ARG_CHECK(!__builtin_mul_overflow(x.shape()[dim], parts, &size), what, ": dimension ", dim,
+                 " of the result would be ", x.shape()[dim], " (of shape ", shape_to_string(x.shape()),
+                 ") times the group size ", parts, ", more than int64 can hold (", INT64_MAX, ")");
+  return size;
+}
+
 }  // namespace
 
 ReduceType parse_reduce_type(std::string_view name) {
@@ -164,7 +174,7 @@ Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups)
   attrs.dim0 = lazy::normalize_axis("all_gather", dim, input.dim());
   attrs.groups = groups;
   Shape shape = input.shape();
-  shape[attrs.dim0] *= static_cast<int64_t>(at.group_size);
+  shape[attrs.dim0] = gathered_dim("all_gather", input, attrs.dim0, static_cast<int64_t>(at.group_size));
   return record(OpKind::kAllGather, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -200,7 +210,9 @@ Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_d
   attrs.groups = groups;
   Shape shape = input.shape();
   shape[attrs.dim0] /= split_count;
-  shape[attrs.dim1] *= split_count;
+  // Splitting a 0 leaves the count at 0 while this dimension still grows.
+  shape[attrs.dim1] = attrs.dim0 == attrs.dim1 ? input.shape()[attrs.dim1]
+                                               : gathered_dim("all_to_all", input, attrs.dim1, split_count);
   return record(OpKind::kAllToAll, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
