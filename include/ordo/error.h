@@ -1,6 +1,6 @@
 // Errors raised by ordo. Every failure is an exception derived from
-// ordo::Error; the Python binding maps InvalidArgument to ValueError and
-// DTypeError to TypeError.
+// ordo::Error; the Python binding maps InvalidArgument to ValueError,
+// DTypeError to TypeError and OutOfRange to OverflowError.
 //
 //   try {
 //     ordo::add(a, b);
@@ -20,6 +20,7 @@ namespace ordo {
 enum class ErrorCode {
   kInvalidArgument,
   kDType,
+  kOutOfRange,
   kExecution,
   kCollective,
   kCollectiveMismatch,
@@ -44,6 +45,8 @@ class Error : public std::runtime_error {
 ORDO_ERROR_CLASS(InvalidArgument, Error, kInvalidArgument)
 // An argument of the wrong element type.
 ORDO_ERROR_CLASS(DTypeError, InvalidArgument, kDType)
+// A number that does not fit where it goes (2^32 as an int32 value).
+ORDO_ERROR_CLASS(OutOfRange, InvalidArgument, kOutOfRange)
 // A failure while a graph ran on a device; names the op that failed.
 ORDO_ERROR_CLASS(ExecutionError, Error, kExecution)
 // A collective failed: a peer failed or is gone.

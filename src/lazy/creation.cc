@@ -58,6 +58,18 @@ Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int
   return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
 }
 
+// Integer ranges step exactly in int64 and are stored in dtype: the first
+// and the last value must both fit (the values between lie between them).
+void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype) {
+  check_fits("arange", start, dtype);
+  int64_t last = 0;
+  if (__builtin_mul_overflow(length - 1, step.to_int(), &last) ||
+      __builtin_add_overflow(start.to_int(), last, &last)) {
+    throw_error<OutOfRange>("arange: the last value of the range is out of bounds for ", dtype_name(dtype));
+  }
+  check_fits("arange", last, dtype);
+}
+
 }  // namespace
 
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
@@ -75,6 +87,7 @@ Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) 
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, int device) {
   check_shape("full", shape);
+  check_fits("full", value, dtype);
   return lazy::trace_leaf(ir::OpKind::kFull, runtime::resolve_device(device), {dtype, shape},
                           scalar_attrs({value}));
 }
@@ -89,7 +102,10 @@ Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
                  "arange: an integer range needs integer start and step");
   const double span = (stop.to_double() - start.to_double()) / step.to_double();
   ORDO_ARG_CHECK(std::isfinite(span), "arange: start, stop and step must be finite");
+  // 2^63 is exact in double; a longer range would not even have a length.
+  if (span >= 9223372036854775808.0) throw_error<OutOfRange>("arange: a range of ", span, " elements is too long");
   const int64_t length = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
+  if (is_integral(dtype) && length > 0) check_integer_range(start, step, length, dtype);
   return lazy::trace_leaf(ir::OpKind::kArange, runtime::resolve_device(device), {dtype, {length}},
                           scalar_attrs({start, step}));
 }
