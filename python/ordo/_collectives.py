@@ -67,8 +67,9 @@ def _into(output, result):
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     """A tensor gives a new tensor; a list is reduced in place, as one
-    coalesced collective, and returned. pin_layout is accepted for
-    compatibility (ordo has one dense row-major layout)."""
+    coalesced collective, and returned. scale is a real number (a bool or
+    a string is a TypeError). pin_layout is accepted for compatibility
+    (ordo has one dense row-major layout)."""
     del pin_layout
     scale = _scale(scale, "all_reduce")
     if isinstance(inputs, Tensor):

@@ -68,7 +68,8 @@ def _python_data(data, dtype):
     if dtype is None:
         # Python floats make float32 tensors, as in torch; ints beyond int64
         # (numpy's uint64) are refused, as torch does.
-        dtype = np.dtype(np.float32 if array.dtype == np.float64 else np.int64 if array.dtype.kind == "u" else array.dtype)
+        dtype = np.dtype(np.float32 if array.dtype == np.float64 else
+                         np.int64 if array.dtype.kind == "u" else array.dtype)
     return _checked_cast(array, dtype)
 
 

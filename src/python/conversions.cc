@@ -85,7 +85,7 @@ Number integer_number(py::object integer, const char* type_name) {
 Number float_number(py::handle value) {
   const double v = PyFloat_AsDouble(value.ptr());
   if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
-  return {Number::Kind::kFloat, Scalar(v), false, py::object(), Py_TYPE(value.ptr())->tp_name};
+  return {Number::Kind::kFloat, Scalar(v), false, {}, Py_TYPE(value.ptr())->tp_name};
 }
 
 Number index_number(py::handle value) {
@@ -103,10 +103,12 @@ bool is_numpy_scalar(py::handle value) {
 
 std::optional<Number> real_number(py::handle value) {
   PyObject* object = value.ptr();
-  if (PyFloat_Check(object)) return Number{Number::Kind::kFloat, Scalar(PyFloat_AS_DOUBLE(object)), false, {}, "float"};
-  if (PyBool_Check(object)) return Number{Number::Kind::kBool, Scalar(object == Py_True), false, {}, "bool"};
+  const char* const name = Py_TYPE(object)->tp_name;
+  if (PyFloat_Check(object)) return Number{Number::Kind::kFloat, Scalar(PyFloat_AS_DOUBLE(object)), false, {}, name};
+  if (PyBool_Check(object)) return Number{Number::Kind::kBool, Scalar(object == Py_True), false, {}, name};
   if (PyLong_Check(object)) {
-    return integer_number(py::reinterpret_borrow<py::object>(value), PyLong_CheckExact(object) ? "Python integer" : Py_TYPE(object)->tp_name);
+    return integer_number(py::reinterpret_borrow<py::object>(value),
+                          PyLong_CheckExact(object) ? "Python integer" : name);
   }
   if (py::isinstance<Tensor>(value) || py::isinstance<py::array>(value) || PyComplex_Check(object)) {
     return std::nullopt;
@@ -115,7 +117,7 @@ std::optional<Number> real_number(py::handle value) {
     const py::object dtype = value.attr("dtype");
     switch (py::reinterpret_borrow<py::dtype>(dtype).kind()) {
       case 'b':
-        return Number{Number::Kind::kBool, Scalar(PyObject_IsTrue(object) == 1), false, {}, Py_TYPE(object)->tp_name};
+        return Number{Number::Kind::kBool, Scalar(PyObject_IsTrue(object) == 1), false, {}, name};
       case 'i':
       case 'u':
         return index_number(value);
@@ -156,8 +158,8 @@ Scalar scalar_for(std::string_view what, const Number& n, DType dtype) {
 // false, not an error).
 Tensor number_tensor(std::string_view what, const Number& n, const Tensor* like, int device, ScalarRule rule) {
   DType dtype = like != nullptr ? scalar_dtype(n.value, like->dtype()) : n.value.default_dtype();
-  if (rule == ScalarRule::kComparison && n.kind == Number::Kind::kInt && is_integral(dtype) && !n.wide &&
-      !n.value.fits(dtype)) {
+  if (rule == ScalarRule::kComparison && n.kind == Number::Kind::kInt && is_integral(dtype) &&
+      (n.wide || !n.value.fits(dtype))) {
     dtype = DType::kInt64;
   }
   return full({}, scalar_for(what, n, dtype), dtype, device);

@@ -35,6 +35,10 @@ void bind_ops(py::module_& m) {
       {"relu", &relu}, {"logical_not", &logical_not}};
   for (const auto& [name, fn] : unary) m.def(name, fn);
   // Their operands are tensors, numpy arrays or numbers, as an operator's.
+  static constexpr const char* kOperandsDoc =
+      "Operands are ordo tensors, numpy arrays (copied to the tensor operand's device, in native byte order) or "
+      "real numbers (which take the tensor's dtype when their kind fits; an int must fit an integer dtype, else "
+      "OverflowError), as with the operators; at least one is a tensor or an array.";
   constexpr ScalarRule kComparison = ScalarRule::kComparison;
   const BinaryOp binary[] = {
       {"add", &add},         {"sub", &sub},
@@ -49,13 +53,13 @@ void bind_ops(py::module_& m) {
     m.def(op.name, [op](py::handle a, py::handle b) {
       auto [x, y] = operand_pair(op.name, a, b, op.rule);
       return op.fn(x, y);
-    }, py::arg("a"), py::arg("b"));
+    }, py::arg("a"), py::arg("b"), kOperandsDoc);
   }
   m.def("pow", [](py::handle a, py::handle b) {
     auto [x, y] = operand_pair("pow", a, b, ScalarRule::kArithmetic);
     check_integer_exponent(x, b);
     return pow(x, y);
-  }, py::arg("a"), py::arg("b"));
+  }, py::arg("a"), py::arg("b"), kOperandsDoc);
   const std::pair<const char*, Reduction> reductions[] = {
       {"sum", &sum}, {"mean", &mean}, {"max", &max}, {"min", &min}, {"argmax", &argmax}};
   for (const auto& [name, fn] : reductions) m.def(name, fn, py::arg("x"), py::arg("axes"), py::arg("keepdim"));
@@ -72,7 +76,9 @@ void bind_ops(py::module_& m) {
                                Py_TYPE(condition.ptr())->tp_name));
     }
     return where(*c, x, y);
-  }, py::arg("condition"), py::arg("a"), py::arg("b"));
+  }, py::arg("condition"), py::arg("a"), py::arg("b"),
+     "a where condition is true, else b. condition is a tensor or a numpy array; a and b are tensors, numpy "
+     "arrays or real numbers, as an operator's operands (two numbers go to the condition's device).");
   m.def("cast", [](const Tensor& x, const py::object& dtype) { return cast(x, to_dtype(dtype)); });
   m.def("reshape", &reshape);
   m.def("transpose", &transpose);
