@@ -234,9 +234,10 @@ def _install_methods():
         "__len__": lambda self: self.shape[0] if self.ndim else _raise_len(),
         "__repr__": _repr,
         "__array__": lambda self, dtype=None: self.numpy() if dtype is None else self.numpy().astype(dtype),
-        # numpy defers to the tensor's operators (array + tensor is a
-        # tensor, as in torch) instead of making the tensor an array.
-        "__array_ufunc__": None,
+        # As torch: numpy's operators defer to the tensor's (array + tensor
+        # is a tensor, not an array), while numpy functions (np.add(array,
+        # tensor), array += tensor) still take the tensor as an array.
+        "__array_priority__": 1000,
         "__bool__": lambda self: bool(self.numpy()),
         "__float__": lambda self: float(self.numpy()),
         "__int__": lambda self: int(self.numpy()),

@@ -241,8 +241,8 @@ std::optional<Tensor> operand_for(std::string_view what, py::handle value, const
   // Numbers first: t * 2.0 is the common case.
   if (const std::optional<Number> n = real_number(value)) return number_tensor(what, *n, &like, like.device(), rule);
   if (std::optional<Tensor> tensor = tensor_or_array(value, like.device())) return tensor;
-  // A numpy scalar would defer back to the tensor (__array_ufunc__ = None)
-  // and numpy would raise naming neither: say what is wrong here.
+  // A numpy scalar would defer back to the tensor (__array_priority__) and
+  // Python would raise naming no op: say what is wrong here.
   if (is_numpy_scalar(value)) throw_not_an_operand(what, value);
   return std::nullopt;
 }

@@ -239,6 +239,17 @@ def test_a_numpy_array_operand_works_as_a_tensor_on_either_side(op, array):
     check(op(right, ordo.tensor(left)), op(native, left))  # numpy defers to the tensor
 
 
+def test_numpy_functions_still_take_a_tensor_as_an_array():
+    """As with torch: only numpy's operators defer to the tensor."""
+    t = ordo.tensor(A)
+    result = np.add(A, t)
+    assert type(result) is np.ndarray
+    np.testing.assert_array_equal(result, A + A)
+    array = A.copy()
+    array += t  # in place, in numpy
+    np.testing.assert_array_equal(array, A + A)
+
+
 def test_the_issue_reproducer_numpy_operand():
     check(ordo.tensor([1.0, 2.0]) + np.array([1.0, 2.0], np.float32), np.array([2.0, 4.0], np.float32))
 
