@@ -90,6 +90,11 @@ class Scalar {
   double to_double() const { return d_; }
   // The dtype a tensor made from this scalar alone gets.
   DType default_dtype() const;
+  // Whether this number converts to dtype without overflow: bool and the
+  // float types take any number (a float type rounds, and overflows to inf
+  // as in numpy); an integer type takes the integers in its range and the
+  // finite floats whose truncation is in it (not NaN).
+  bool fits(DType dtype) const;
 
  private:
   enum class Kind : uint8_t { kBool, kInt, kFloat };
@@ -104,5 +109,9 @@ class Scalar {
   int64_t i_;
   double d_;
 };
+
+// Throws OutOfRange naming `what` when value does not fit dtype
+// (InvalidArgument for NaN, which is no number of any integer type).
+void check_fits(std::string_view what, const Scalar& value, DType dtype);
 
 }  // namespace ordo

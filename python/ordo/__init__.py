@@ -78,7 +78,7 @@ def wait_device_ops(devices=()):
         _C.wait_all_device_ops()
         return
     for d in devices:
-        _C.wait_device_ops(int(d))
+        _C.wait_device_ops(_ordinal(d))
 
 
 def shutdown():

@@ -8,6 +8,8 @@ void throw_error_code(ErrorCode code, const std::string& message) {
       throw InvalidArgument(message);
     case ErrorCode::kDType:
       throw DTypeError(message);
+    case ErrorCode::kOutOfRange:
+      throw OutOfRange(message);
     case ErrorCode::kExecution:
       throw ExecutionError(message);
     case ErrorCode::kOutOfMemory:

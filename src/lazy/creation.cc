@@ -1,6 +1,7 @@
 // Tensors made from host data, constants, ranges and seeded random numbers.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <utility>
@@ -96,6 +97,19 @@ Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int
   return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
 }
 
+// Integer ranges step exactly in int64 and are stored in dtype: the first
+// and the last value must both fit (the values between lie between them).
+void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype) {
+  check_fits("arange", start, dtype);
+  // In 128 bits: (length - 1) * step may pass int64 on the way to a last
+  // value that fits (from INT64_MIN by INT64_MAX).
+  const __int128 last = static_cast<__int128>(start.to_int()) + static_cast<__int128>(length - 1) * step.to_int();
+  if (last < std::numeric_limits<int64_t>::min() || last > std::numeric_limits<int64_t>::max()) {
+    throw_error<OutOfRange>("arange: the last value of the range is out of bounds for ", dtype_name(dtype));
+  }
+  check_fits("arange", static_cast<int64_t>(last), dtype);
+}
+
 }  // namespace
 
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
@@ -112,6 +126,7 @@ Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) 
 }
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, int device) {
+  check_fits("full", value, dtype);
   return lazy::trace_leaf(ir::OpKind::kFull, runtime::resolve_device(device), {dtype, shape},
                           scalar_attrs({value}));
 }
@@ -129,8 +144,10 @@ Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
   ORDO_ARG_CHECK(step.to_double() != 0.0, "arange: step must not be zero");
   ORDO_ARG_CHECK(is_floating(dtype) || (!start.is_floating() && !step.is_floating()),
                  "arange: an integer range needs integer start and step");
-  return lazy::trace_leaf(ir::OpKind::kArange, runtime::resolve_device(device),
-                          {dtype, {range_length(start, stop, step)}}, scalar_attrs({start, step}));
+  const int64_t length = range_length(start, stop, step);
+  if (is_integral(dtype) && length > 0) check_integer_range(start, step, length, dtype);
+  return lazy::trace_leaf(ir::OpKind::kArange, runtime::resolve_device(device), {dtype, {length}},
+                          scalar_attrs({start, step}));
 }
 
 Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,

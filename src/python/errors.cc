@@ -3,9 +3,10 @@
 namespace ordo::python {
 
 // Only this layer turns ordo errors into Python exceptions: bad arguments
-// are ValueError (TypeError for dtypes); failures while graphs run are
-// ExecutionError, with the CollectiveError family for collectives and
-// OutOfMemoryError (also a MemoryError) for allocations.
+// are ValueError (TypeError for dtypes, OverflowError for numbers out of
+// range); failures while graphs run are ExecutionError, with the
+// CollectiveError family for collectives and OutOfMemoryError (also a
+// MemoryError) for allocations.
 void bind_errors(py::module_& m) {
   static py::exception<ExecutionError> execution(m, "ExecutionError", PyExc_RuntimeError);
   // Also a MemoryError, which is what Python code catches for memory.
@@ -19,6 +20,8 @@ void bind_errors(py::module_& m) {
       if (error) std::rethrow_exception(error);
     } catch (const DTypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const OutOfRange& e) {
+      PyErr_SetString(PyExc_OverflowError, e.what());
     } catch (const InvalidArgument& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const CollectiveMismatchError& e) {

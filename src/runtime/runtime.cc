@@ -87,7 +87,7 @@ void Runtime::tell_after_queue(int ordinal, std::function<void(comm::Communicato
 
 void Runtime::check_device(int ordinal) const {
   ORDO_ARG_CHECK(ordinal >= 0 && ordinal < num_devices(), "device ", ordinal,
-                 " does not exist: this runtime has ", num_devices(), " devices");
+                 " does not exist: this runtime has ", num_devices(), " devices, 0 to ", num_devices() - 1);
 }
 
 Runtime& get() {
@@ -100,7 +100,10 @@ Runtime& get() {
 
 int resolve_device(int device) {
   Runtime& rt = get();
-  int ordinal = device < 0 ? t_current_device : device;
+  ORDO_ARG_CHECK(device >= kCurrentDevice, "device ", device, " does not exist: this runtime has ",
+                 rt.num_devices(), " devices, 0 to ", rt.num_devices() - 1, " (", kCurrentDevice,
+                 " is the calling thread's device)");
+  int ordinal = device == kCurrentDevice ? t_current_device : device;
   rt.check_device(ordinal);
   return ordinal;
 }
