@@ -132,6 +132,7 @@ class Channel {
   const std::vector<int>& group() const { return group_; }
   size_t size() const { return group_.size(); }
   Member& member(size_t rank) { return members_[rank]; }
+  const Member& member(size_t rank) const { return members_[rank]; }
   Slot& slot_of(int64_t sequence) { return slots_[static_cast<size_t>(sequence % kSlots)]; }
   // Whether a slot in this state serves collective #sequence.
   static bool serves(uint64_t state, int64_t sequence) {
