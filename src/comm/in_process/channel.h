@@ -43,7 +43,7 @@
 //   the thread that runs the member's device's tasks, one at a time (the
 //   worker thread or a waiting thread, ordered by the worker's mutex: see
 //   worker.h); Member::joined and Member::done are written by it and read
-//   by peers.
+//   by peers (and, to say what the member does, by waiters elsewhere).
 // - Order: InProcessCommunicator::channels_mu_, then mu, then GoneDevices.
 #pragma once
 

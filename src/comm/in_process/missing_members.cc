@@ -33,9 +33,10 @@ bool still_in(const ProgressEntry& entry, int device) {
 }
 
 // What a device's record shows it doing.
-std::string doing(const Snapshot& seen, int device) {
+std::string doing(const Participant& p, const Snapshot& seen, int device) {
   if (!seen.latest) return "has not reached a collective yet";
   const int64_t number = seen.started - 1;
+  if (seen.latest->channel == &p.channel && seen.latest->sequence == p.sequence) return "is arriving here";
   if (still_in(*seen.latest, device)) {
     return str_cat("is waiting in ", describe_entry(*seen.latest), ", its collective #", number);
   }
@@ -113,7 +114,7 @@ std::string missing_members(const Participant& p) {
   for (size_t rank : missing_ranks(p)) {
     const int device = p.channel.group()[rank];
     const Snapshot seen = p.progress[static_cast<size_t>(device)].read(p.number);
-    std::string what = doing(seen, device);
+    std::string what = doing(p, seen, device);
     if (std::optional<std::string> reason = p.gone.reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
     out += str_cat(out.empty() ? "" : ", ", device, " (", what, ")");
   }
