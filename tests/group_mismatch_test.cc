@@ -207,7 +207,8 @@ TEST_F(CollectiveGroupMismatchTest, TheSamePartitionInAnotherOrderMeetsAndReuses
   const CompileCacheStats before = compile_cache_stats();
   // Every group now meets both writings (before, a mismatch whose two
   // descriptions read the same).
-  auto second = run_promptly([](int d) { return all_reduce_of_ones(d % 2 == 0 ? kPairs : ReplicaGroups{{2, 3}, {0, 1}}); });
+  const ReplicaGroups pairs_written_backwards{{2, 3}, {0, 1}};
+  auto second = run_promptly([&](int d) { return all_reduce_of_ones(d % 2 == 0 ? kPairs : pairs_written_backwards); });
   for (int d = 0; d < 4; ++d) EXPECT_EQ(second[d].get(), (Values{2, 2})) << d;
   const CompileCacheStats after = compile_cache_stats();
   EXPECT_EQ(after.misses, before.misses);
@@ -245,8 +246,8 @@ TEST_F(CollectiveGroupMismatchTest, PermutePairsInAnotherOrderAreTheSamePermutat
   };
   EXPECT_EQ(graph_of_permute({{2, 0}, {0, 1}}), graph_of_permute({{0, 1}, {2, 0}}));
   auto outcomes = run_promptly([](int d) {
-    const std::vector<std::pair<int, int>> pairs =
-        d % 2 == 0 ? std::vector<std::pair<int, int>>{{0, 1}, {1, 2}} : std::vector<std::pair<int, int>>{{1, 2}, {0, 1}};
+    using Pairs = std::vector<std::pair<int, int>>;
+    const Pairs pairs = d % 2 == 0 ? Pairs{{0, 1}, {1, 2}} : Pairs{{1, 2}, {0, 1}};
     return collective_permute(full({2}, d + 1.0, DType::kFloat32), pairs).to_vector<float>();
   });
   const std::vector<Values> expected{{0, 0}, {1, 1}, {2, 2}, {0, 0}};
