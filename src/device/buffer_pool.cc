@@ -18,10 +18,12 @@ struct SmallBuffers;
 // frees most of what it allocates (the step's intermediates) and, running
 // the next step, allocates it again. That is usually one thread: the
 // worker's, or its driver's when the driver waits for every step (see
-// worker.h). At most 64 KiB per class (64 blocks of 1 KiB), 4 MiB in all.
-// A result freed by its reader goes to the reader's cache.
+// worker.h). At most 16 KiB per class and thread (16 blocks of 1 KiB, 4 of
+// 4 KiB); beyond that a thread's blocks go to the depot, at most 64 KiB per
+// class and 4 MiB in all. A result freed by its reader goes to the reader's
+// cache, and through the depot back to the thread that makes results.
 using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, BufferPool::kMaxThreadCachedBytes / kAlignment,
-                                     64 * 1024>;
+                                     16 * 1024, 64 * 1024>;
 
 size_t round_up(size_t bytes, size_t multiple) { return (bytes + multiple - 1) / multiple * multiple; }
 
