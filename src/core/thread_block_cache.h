@@ -73,8 +73,8 @@ class ThreadBlockCache {
   static void* take(size_t c) {
     assert(c < kClasses);
     List& list = t_cache.lists[c];
-    if (list.head == nullptr && !refill_from_depot(c, list)) return nullptr;
     FreeBlock* block = list.head;
+    if (block == nullptr) [[unlikely]] return take_from_depot(c);
     list.head = block->next;
     --list.count;
     return block;
@@ -83,10 +83,11 @@ class ThreadBlockCache {
   // is full, for the depot); false when the caller must free it.
   static bool keep(size_t c, void* block) {
     assert(c < kClasses);
-    if (!kCacheFreedBlocks || t_cache.closed) return false;
+    if (!kCacheFreedBlocks) return false;
     List& list = t_cache.lists[c];
-    if ((list.count + 1) * block_bytes(c) > kMaxThreadBytesPerClass && !move_to_depot(c, list)) return false;
-    if (!t_cache.closer_armed) t_closer.arm();  // registers its destructor
+    if ((list.count + 1) * block_bytes(c) > kMaxThreadBytesPerClass || t_cache.state != State::kArmed) [[unlikely]] {
+      return keep_slowly(c, block);
+    }
     list.head = new (block) FreeBlock{list.head};
     ++list.count;
     return true;
@@ -119,10 +120,12 @@ class ThreadBlockCache {
     FreeBlock* head;
     size_t count;
   };
+  // kFresh until the thread first keeps a block (which arms its closer),
+  // kClosed once the closer ran.
+  enum class State : unsigned char { kFresh, kArmed, kClosed };
   struct Cache {
     std::array<List, kClasses> lists;
-    bool closer_armed;
-    bool closed;
+    State state;
   };
   // A thread's full list is at most kMaxThreadBytesPerClass; a list left by
   // an exiting thread may be shorter and still take a slot.
@@ -136,9 +139,9 @@ class ThreadBlockCache {
     std::array<List, kDepotSlots> slots{};
   };
   struct Closer {
-    void arm() { t_cache.closer_armed = true; }
+    void arm() { t_cache.state = State::kArmed; }
     ~Closer() {
-      t_cache.closed = true;
+      t_cache.state = State::kClosed;
       for (size_t c = 0; c < kClasses; ++c) {
         List& list = t_cache.lists[c];
         if (list.head == nullptr || move_to_depot(c, list)) continue;
@@ -152,9 +155,45 @@ class ThreadBlockCache {
     }
   };
 
+  // Out of line, off the hot paths: once per thread, or once per list of
+  // blocks moved.
+  [[gnu::noinline]] static bool keep_slowly(size_t c, void* block) {
+    if (t_cache.state == State::kClosed) return false;
+    List& list = t_cache.lists[c];
+    if ((list.count + 1) * block_bytes(c) > kMaxThreadBytesPerClass && !move_to_depot(c, list)) return false;
+    if (t_cache.state == State::kFresh) t_closer.arm();  // registers its destructor
+    list.head = new (block) FreeBlock{list.head};
+    ++list.count;
+    return true;
+  }
+  // A block from a list of the depot (the rest of the list becomes the
+  // thread's), or nullptr when the depot has none or the thread is closed
+  // (a list taken then would never be handed on).
+  [[gnu::noinline]] static void* take_from_depot(size_t c) {
+    if constexpr (kDepotSlots == 0) {
+      return nullptr;
+    } else {
+      DepotClass& depot = s_depot[c];
+      if (depot.count.load(std::memory_order_relaxed) == 0 || t_cache.state == State::kClosed) return nullptr;
+      List& list = t_cache.lists[c];
+      {
+        std::lock_guard<SpinLock> lock(depot.mu);
+        const size_t count = depot.count.load(std::memory_order_relaxed);
+        if (count == 0) return nullptr;
+        list = depot.slots[count - 1];
+        depot.bytes -= list.count * block_bytes(c);
+        depot.count.store(count - 1, std::memory_order_relaxed);
+      }
+      if (t_cache.state == State::kFresh) t_closer.arm();
+      FreeBlock* block = list.head;
+      list.head = block->next;
+      --list.count;
+      return block;
+    }
+  }
   // Moves list (not empty) into the depot and empties it; false when the
-  // depot has no room for it. Out of line: once per list of blocks.
-  [[gnu::noinline]] static bool move_to_depot(size_t c, List& list) {
+  // depot has no room for it.
+  static bool move_to_depot(size_t c, List& list) {
     if constexpr (kDepotSlots == 0) {
       return false;
     } else {
@@ -167,26 +206,6 @@ class ThreadBlockCache {
       depot.bytes += bytes;
       depot.count.store(count + 1, std::memory_order_relaxed);
       list = {};
-      return true;
-    }
-  }
-  // Fills the empty list from the depot; false when the depot is empty or
-  // the thread is closed (a list taken then would never be handed on).
-  [[gnu::noinline]] static bool refill_from_depot(size_t c, List& list) {
-    if constexpr (kDepotSlots == 0) {
-      return false;
-    } else {
-      DepotClass& depot = s_depot[c];
-      if (depot.count.load(std::memory_order_relaxed) == 0 || t_cache.closed) return false;
-      {
-        std::lock_guard<SpinLock> lock(depot.mu);
-        const size_t count = depot.count.load(std::memory_order_relaxed);
-        if (count == 0) return false;
-        list = depot.slots[count - 1];
-        depot.bytes -= list.count * block_bytes(c);
-        depot.count.store(count - 1, std::memory_order_relaxed);
-      }
-      if (!t_cache.closer_armed) t_closer.arm();
       return true;
     }
   }
