@@ -87,11 +87,11 @@ def rendezvous(tag, payload=b"", replicas=()):
             if waited >= timeout_seconds:
                 missing = [d for d in participants if d not in meeting.payloads]
                 raise _C.CollectiveTimeoutError(
-                    f"device {me} waited {timeout_seconds} s in rendezvous '{tag}'; "
+                    f"device {me} waited {timeout_seconds:g} s in rendezvous '{tag}'; "
                     f"devices that never arrived: {missing}")
             if not warned and waited >= warn_seconds:
                 missing = [d for d in participants if d not in meeting.payloads]
-                print(f"ordo: device {me} has waited {warn_seconds} s in rendezvous '{tag}'; "
+                print(f"ordo: device {me} has waited {warn_seconds:g} s in rendezvous '{tag}'; "
                       f"missing devices: {missing}", flush=True)
                 warned = True
             _lock.wait(timeout=min(0.1, max(0.0, timeout_seconds - waited)))

@@ -111,24 +111,28 @@ device::Failure timeout_failure(const Participant& p, double timeout_seconds) {
 }
 
 // The warning and timeout schedule of one slow wait, which starts when
-// the spin gives up.
+// the spin gives up. The timeout always wins: a warning due no sooner than
+// the failure is not given (the error says more), and the wait never
+// sleeps past the timeout waiting for the warning.
 class Deadlines {
  public:
   Deadlines() : timeouts_(collective_timeouts()), start_(Clock::now()) {}
 
   // Warns once when due (with mu held: messages read the channel).
   void warn_if_due(const Participant& p) {
-    if (warned_ || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
+    if (!warning_pending() || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
     warn(p, timeouts_.warn_seconds);
     warned_ = true;
   }
   bool timed_out() const { return Clock::now() >= start_ + seconds(timeouts_.timeout_seconds); }
   double timeout_seconds() const { return timeouts_.timeout_seconds; }
   Clock::time_point next() const {
-    return start_ + seconds(warned_ ? timeouts_.timeout_seconds : timeouts_.warn_seconds);
+    return start_ + seconds(warning_pending() ? timeouts_.warn_seconds : timeouts_.timeout_seconds);
   }
 
  private:
+  bool warning_pending() const { return !warned_ && timeouts_.warn_seconds < timeouts_.timeout_seconds; }
+
   const CollectiveTimeouts timeouts_;
   const Clock::time_point start_;
   bool warned_ = false;
