@@ -21,17 +21,19 @@ _absent = {}  # ordinal -> reason, while nothing drives it; guarded by _lock
 
 
 class _Meeting:
-    __slots__ = ("payloads", "taken")
+    __slots__ = ("payloads", "taken", "failure")
 
     def __init__(self):
         self.payloads = {}
         self.taken = 0
+        self.failure = None  # why it can never complete: a participant was interrupted
 
 
 def fail_device(ordinal, reason):
-    """Wakes every exchange waiting for ordinal: they raise CollectiveError."""
+    """Wakes every exchange waiting for ordinal: they raise CollectiveError.
+    The first reason given for a device is the one reported."""
     with _lock:
-        _failed[ordinal] = reason
+        _failed.setdefault(ordinal, reason)
         _lock.notify_all()
 
 
@@ -75,31 +77,48 @@ def rendezvous(tag, payload=b"", replicas=()):
         meeting = _meetings.setdefault(key, _Meeting())
         meeting.payloads[me] = payload
         _lock.notify_all()
-        start = time.monotonic()
-        warned = False
-        while len(meeting.payloads) < len(participants):
-            gone = [d for d in participants
-                    if (d in _failed or d in _absent) and d not in meeting.payloads]
-            if gone:
-                reason = _failed.get(gone[0]) or _absent[gone[0]]
-                raise _C.CollectiveError(f"rendezvous '{tag}': device {gone[0]} is gone ({reason})")
-            waited = time.monotonic() - start
-            if waited >= timeout_seconds:
-                missing = [d for d in participants if d not in meeting.payloads]
-                raise _C.CollectiveTimeoutError(
-                    f"device {me} waited {timeout_seconds:g} s in rendezvous '{tag}'; "
-                    f"devices that never arrived: {missing}")
-            if not warned and waited >= warn_seconds:
-                missing = [d for d in participants if d not in meeting.payloads]
-                print(f"ordo: device {me} has waited {warn_seconds:g} s in rendezvous '{tag}'; "
-                      f"missing devices: {missing}", flush=True)
-                warned = True
-            _lock.wait(timeout=min(0.1, max(0.0, timeout_seconds - waited)))
+        try:
+            _wait_for_participants(tag, me, participants, meeting, warn_seconds, timeout_seconds)
+        except _C.CollectiveError:
+            raise
+        except BaseException as interrupt:  # Ctrl-C in the main thread: the others must not wait
+            meeting.failure = (f"rendezvous '{tag}' cannot complete: device {me} was interrupted by "
+                               f"{type(interrupt).__name__} while it waited")
+            _lock.notify_all()
+            raise
         result = [meeting.payloads[d] for d in participants]
         meeting.taken += 1
         if meeting.taken == len(participants):
             del _meetings[key]
         return result
+
+
+def _wait_for_participants(tag, me, participants, meeting, warn_seconds, timeout_seconds):
+    """Until every participant left its payload (with _lock held)."""
+    start = time.monotonic()
+    warned = False
+    while len(meeting.payloads) < len(participants):
+        if meeting.failure:
+            raise _C.CollectiveError(meeting.failure)
+        # A device that is gone fails the meetings it has not joined, and
+        # its own (an interrupted spawn fails every device it drove).
+        gone = [d for d in participants
+                if (d in _failed or d in _absent) and (d not in meeting.payloads or d == me and d in _failed)]
+        if gone:
+            reason = _failed.get(gone[0]) or _absent[gone[0]]
+            raise _C.CollectiveError(f"rendezvous '{tag}': device {gone[0]} is gone ({reason})")
+        waited = time.monotonic() - start
+        if waited >= timeout_seconds:
+            missing = [d for d in participants if d not in meeting.payloads]
+            raise _C.CollectiveTimeoutError(
+                f"device {me} waited {timeout_seconds:g} s in rendezvous '{tag}'; "
+                f"devices that never arrived: {missing}")
+        if not warned and waited >= warn_seconds:
+            missing = [d for d in participants if d not in meeting.payloads]
+            print(f"ordo: device {me} has waited {warn_seconds:g} s in rendezvous '{tag}'; "
+                  f"missing devices: {missing}", flush=True)
+            warned = True
+        _lock.wait(timeout=min(0.1, max(0.0, timeout_seconds - waited)))
 
 
 def _to_host(value):

@@ -8,6 +8,7 @@
 
 #include "comm/in_process/in_process_communicator.h"
 #include "device/cpu_placement.h"
+#include "ordo/collectives.h"
 #include "ordo/error.h"
 #include "ordo/runtime.h"
 
@@ -134,6 +135,16 @@ bool is_initialized() { return runtime::g_current.load(std::memory_order_acquire
 int num_devices() { return runtime::get().num_devices(); }
 
 int current_device() { return runtime::t_current_device; }
+
+void interrupt_device(int device, const std::string& reason) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  // Ends after the device's queue as of now: later graphs wait as usual.
+  const uint64_t id = rt.communicator().interrupt(device, reason);
+  rt.tell_after_queue(device, [device, id](comm::Communicator& communicator) {
+    communicator.end_interrupt(device, id);
+  });
+}
 
 void set_current_device(int device) {
   runtime::get().check_device(device);

@@ -1,13 +1,19 @@
-"""Waits that end when they must: a timeout shorter than the warning time
-wins and its message tells the truth. Each case runs in a fresh interpreter
-with a time limit, so that a hang fails the test instead of stalling the
-suite."""
+"""Waits that end when they must: Ctrl-C (a real SIGINT from this process)
+while an ordo call waits raises KeyboardInterrupt within a second and lets
+the process exit, a second Ctrl-C never aborts it, and a timeout shorter
+than the warning time wins with a message that tells the truth. Each case
+runs in a fresh interpreter with a time limit, so that a hang fails the
+test instead of stalling the suite."""
 
 import json
 import os
+import re
+import select
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +67,166 @@ def test_a_timeout_shorter_than_the_warning_time_wins(setup, wait, environment, 
     # Before, the wait slept until the warning time (30 s, 10 s) first.
     assert timeout <= waited < timeout + 5
     assert "has waited" not in printed  # no warning: the error says it all
+
+
+# ---- Ctrl-C while an ordo call waits. ----
+
+# The child prints "ready" just before it waits, then waits for devices
+# that never come (the timeouts are far beyond the test's time limit).
+INTERRUPTED_WAIT = """
+    import os, sys, threading, time, ordo
+    ordo.set_collective_timeout(600, warn_seconds=600)
+    {setup}
+    print("ready", flush=True)
+    try:
+        {wait}
+        print("the wait ended without an interrupt", flush=True)
+    except KeyboardInterrupt as interrupt:
+        print(f"interrupted at {{time.monotonic()!r}}", flush=True)
+        for note in getattr(interrupt, "__notes__", []):
+            print(f"note: {{note}}", flush=True)
+        raise
+"""
+
+# A thread that drives device 1 and waits with the main thread (device 0);
+# devices 2 and 3 never come. It reports how its wait ended.
+PEER = """
+    def peer():
+        ordo.set_device(1)
+        try:
+            {wait}
+        except ordo.CollectiveError as error:
+            os.write(1, f"peer: {{type(error).__name__}}: {{error}}\\n".encode())  # one write: lines never mix
+    threading.Thread(target=peer).start()
+    time.sleep(0.2)
+"""
+
+# Every device but 3 waits in an all_reduce for device 3, which waits in a
+# rendezvous for them: a deadlock that only the interrupt ends. Each thread
+# reports how its wait ended.
+SPAWN_DEADLOCK = """
+    def step(index):
+        try:
+            if index == 3:
+                ordo.rendezvous("never")
+            while True:
+                ordo.all_reduce("sum", ordo.ones([4])).numpy()
+        except ordo.CollectiveError as error:
+            os.write(1, f"device {index}: {type(error).__name__}: {error}\\n".encode())  # one write: lines never mix
+            raise
+"""
+
+# Every device runs all_reduces in a loop: before, the threads went on after
+# the interrupt, and a second Ctrl-C ended the interpreter under them
+# ("terminate called without an active exception", SIGABRT).
+SPAWN_BUSY = """
+    def step(index):
+        while True:
+            ordo.all_reduce("sum", ordo.ones([4])).numpy()
+"""
+
+ALL_REDUCE = 'ordo.all_reduce("sum", ordo.ones([4]))'
+INTERRUPTED_WAITS = {
+    "reading a value": (f"x = {ALL_REDUCE}", "x.numpy()"),
+    "wait_device_ops": (f"x = {ALL_REDUCE}; ordo.mark_step()", "ordo.wait_device_ops()"),
+    "mark_step": (f"x = {ALL_REDUCE}", "ordo.mark_step(wait=True)"),
+    "spawn, deadlocked": (SPAWN_DEADLOCK, "ordo.spawn(step)"),
+    "spawn, busy": (SPAWN_BUSY, "ordo.spawn(step)"),
+    "rendezvous": (PEER.format(wait='ordo.rendezvous("meet")'), 'ordo.rendezvous("meet")'),
+    "mesh_reduce": (PEER.format(wait='ordo.mesh_reduce("meet", 1.0, sum)'), 'ordo.mesh_reduce("meet", 1.0, sum)'),
+}
+SETTLE_SECONDS = 0.5  # from "ready" until the child surely waits
+SECOND_SIGINT_AFTER = 0.2
+
+
+def child_code(setup, wait):
+    return INTERRUPTED_WAIT.format(setup=textwrap.indent(textwrap.dedent(setup), "    ").strip(), wait=wait)
+
+
+def read_line(stream, timeout):
+    """A line from an unbuffered binary pipe, without reading beyond it."""
+    line = b""
+    deadline = time.monotonic() + timeout
+    while not line.endswith(b"\n"):
+        if not select.select([stream], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise TimeoutError(f"no line within {timeout} s (got {line!r})")
+        byte = os.read(stream.fileno(), 1)
+        if not byte:
+            break
+        line += byte
+    return line.decode()
+
+
+def interrupt_child(code, signals=1):
+    """Runs code in a fresh interpreter, sends it `signals` SIGINTs once it
+    waits, and returns (seconds from the first SIGINT until the child
+    caught KeyboardInterrupt or None, its return code, its output)."""
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=child_environment(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    try:
+        ready = read_line(child.stdout, CHILD_TIME_LIMIT)
+        if ready.strip() != "ready":
+            child.kill()
+            pytest.fail(f"the child did not get ready: {ready}{child.communicate()[1].decode()}")
+        time.sleep(SETTLE_SECONDS)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        for _ in range(signals - 1):
+            time.sleep(SECOND_SIGINT_AFTER)
+            child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=CHILD_TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+        pytest.fail(f"the child did not exit after SIGINT:\n{out.decode()}\n{err.decode()[-3000:]}")
+    output = out.decode() + err.decode()
+    caught = re.search(r"interrupted at ([0-9.]+)", output)
+    return (float(caught.group(1)) - sent if caught else None), child.returncode, output
+
+
+@pytest.mark.parametrize("signals", [1, 2], ids=["one SIGINT", "two SIGINTs"])
+@pytest.mark.parametrize("waiting", list(INTERRUPTED_WAITS))
+def test_ctrl_c_while_an_ordo_call_waits_raises_keyboard_interrupt_promptly_and_the_process_exits(
+        waiting, signals):
+    delay, returncode, output = interrupt_child(child_code(*INTERRUPTED_WAITS[waiting]), signals)
+    assert delay is not None, output
+    assert delay < 1.0, output  # before, only once the collective timed out
+    # The child re-raised KeyboardInterrupt: Python then ends itself with
+    # SIGINT. Not an abort (SIGABRT, "terminate called recursively").
+    assert returncode == -signal.SIGINT, output
+    assert "terminate called" not in output
+
+
+READ_BESIDE_A_PEER = INTERRUPTED_WAITS["reading a value"][0] + textwrap.dedent(PEER.format(wait=f"{ALL_REDUCE}.numpy()"))
+
+
+@pytest.mark.parametrize("setup, wait, peer_error", [
+    (READ_BESIDE_A_PEER, "x.numpy()",
+     "CollectiveError: all_reduce(sum, scale 1) of float32[4] #0 on group [0, 1, 2, 3] was interrupted on device "
+     "0: Python's main thread was interrupted by KeyboardInterrupt while it waited for device 0 (reading a value)"),
+    (*INTERRUPTED_WAITS["rendezvous"],
+     "CollectiveError: rendezvous 'meet' cannot complete: device 0 was interrupted by KeyboardInterrupt while it "
+     "waited"),
+    (*INTERRUPTED_WAITS["mesh_reduce"],
+     "CollectiveError: rendezvous 'meet' cannot complete: device 0 was interrupted by KeyboardInterrupt while it "
+     "waited"),
+], ids=["reading a value", "rendezvous", "mesh_reduce"])
+def test_the_peers_of_an_interrupted_wait_fail_at_once_naming_the_interrupt(setup, wait, peer_error):
+    _, returncode, output = interrupt_child(child_code(setup, wait))
+    assert returncode == -signal.SIGINT, output
+    kind, message = peer_error.split(": ", 1)
+    assert re.search(rf"peer: {kind}: (.*: )?{re.escape(message)}", output), output
+
+
+def test_an_interrupted_spawn_stops_its_devices_collectives_with_a_clear_error():
+    _, returncode, output = interrupt_child(child_code(*INTERRUPTED_WAITS["spawn, deadlocked"]))
+    assert returncode == -signal.SIGINT, output
+    reason = "the main thread was interrupted by KeyboardInterrupt while ordo.spawn waited for the devices' threads"
+    for index in range(3):
+        assert re.search(rf"device {index}: CollectiveError: .*{re.escape(reason)}", output), output
+    assert re.search(rf"device 3: CollectiveError: rendezvous 'never': device \d is gone \({re.escape(reason)}\)",
+                     output), output
+    assert re.search(r"note: ordo.spawn was interrupted; the devices' calls raised: ordinal \d: CollectiveError",
+                     output), output
+    assert "still running" not in output
+

@@ -117,7 +117,7 @@ void InProcessCommunicator::run(const CollectiveCall& call) {
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
   Slot& slot = channel.slot_of(sequence);
-  const Participant me{channel, slot, sequence, route.rank, call, gone_};
+  const Participant me{channel, slot, sequence, route.rank, call, gone_, interrupted_};
   DoneMark done(me);
   // The seat is free once every member is done with the slot's earlier
   // collective: known in the steady state, else waited for.
@@ -178,6 +178,12 @@ void InProcessCommunicator::mark_device_absent(int device, const std::string& re
 }
 
 void InProcessCommunicator::clear_device_absent(int device) { gone_.clear_absent(device); }
+
+uint64_t InProcessCommunicator::interrupt(int device, const std::string& reason) {
+  const uint64_t id = interrupted_.interrupt(device, reason);
+  wake_every_channel();
+  return id;
+}
 
 void InProcessCommunicator::wake_every_channel() {
   std::lock_guard<std::mutex> lock(channels_mu_);

@@ -14,7 +14,8 @@
 // device d's tasks, the only caller of run and abandon for d: its worker
 // thread or a thread waiting for d, one at a time, ordered by the worker's
 // mutex (worker.h). Order: channels_mu_
-// before Channel::mu (channel.h), before GoneDevices (gone_devices.h).
+// before Channel::mu (channel.h), before GoneDevices (gone_devices.h) and
+// InterruptedDevices.
 #pragma once
 
 #include <map>
@@ -25,6 +26,7 @@
 #include "comm/communicator.h"
 #include "comm/in_process/channel.h"
 #include "comm/in_process/gone_devices.h"
+#include "comm/in_process/interrupted_devices.h"
 
 namespace ordo::comm {
 
@@ -40,6 +42,8 @@ class InProcessCommunicator : public Communicator {
   uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
   void clear_device_absent(int device) override;
+  uint64_t interrupt(int device, const std::string& reason) override;
+  void end_interrupt(int device, uint64_t id) override { interrupted_.end(device, id); }
 
  private:
   // A device's way into the channel of one of its groups.
@@ -62,6 +66,7 @@ class InProcessCommunicator : public Communicator {
 
   const int world_size_;
   GoneDevices gone_;
+  InterruptedDevices interrupted_;
   std::mutex channels_mu_;
   std::map<std::vector<int>, std::unique_ptr<Channel>> channels_;
   std::vector<DeviceRoutes> routes_;  // by device

@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/interrupt.h"
 #include "ordo/collectives.h"
 
 namespace ordo::comm {
@@ -57,7 +58,18 @@ class Sleep {
   Sleep(const Sleep&) = delete;
   Sleep& operator=(const Sleep&) = delete;
 
-  void until(Clock::time_point deadline) { channel_.cv.wait_until(lock_, deadline); }
+  // On a thread that waits interruptibly (core/interrupt.h), wakes in time
+  // to run its check, without mu: the check may take other locks.
+  void until(Clock::time_point deadline) {
+    if (!has_interrupt_check()) {
+      channel_.cv.wait_until(lock_, deadline);
+      return;
+    }
+    channel_.cv.wait_until(lock_, interrupt_poll_deadline(deadline));
+    lock_.unlock();
+    poll_interrupt();
+    lock_.lock();
+  }
 
  private:
   Channel& channel_;
@@ -94,6 +106,20 @@ std::optional<device::Failure> gone_member_failure(const Participant& p) {
     }
   }
   return std::nullopt;
+}
+
+// A failure if p's wait is interrupted: its device's waits are
+// (Communicator::interrupt), or the waiting thread's (core/interrupt.h).
+std::optional<device::Failure> interruption(const Participant& p) {
+  std::optional<std::string> reason;
+  if (p.interrupted.any()) reason = p.interrupted.reason(p.call.device);
+  if (!reason && !interrupted()) return std::nullopt;
+  return device::Failure{
+      ErrorCode::kCollective,
+      str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
+              " was interrupted on device ", p.call.device, ": ",
+              reason.value_or("the thread that waited in it was interrupted"),
+              "; devices that had not arrived: ", missing_members(p))};
 }
 
 void warn(const Participant& p, double waited_seconds) {
@@ -149,11 +175,12 @@ std::optional<device::Failure> wait_until_open(const Participant& p) {
   while (!p.channel.open(p.slot, p.sequence, done_through, /*locked=*/true)) {
     // Nobody can have joined yet: a gone member never will.
     if (std::optional<device::Failure> gone = gone_member_failure(p)) return gone;
-    deadlines.warn_if_due(p);
-    if (deadlines.timed_out()) {
-      device::Failure failure = timeout_failure(p, deadlines.timeout_seconds());
+    std::optional<device::Failure> failure = interruption(p);
+    if (!failure) deadlines.warn_if_due(p);
+    if (!failure && deadlines.timed_out()) failure = timeout_failure(p, deadlines.timeout_seconds());
+    if (failure) {
       p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
-      p.channel.join_failed_locked(p.sequence, p.rank, failure);
+      p.channel.join_failed_locked(p.sequence, p.rank, *failure);
       return failure;
     }
     sleep.until(deadlines.next());
@@ -174,6 +201,10 @@ bool wait_for_arrivals(const Participant& p) {
       if (p.channel.has_pending()) p.channel.apply_pending_locked(p.slot);
       if (std::optional<device::Failure> gone = gone_member_failure(p)) {
         p.channel.fail_locked(p.slot, std::move(*gone));
+        continue;
+      }
+      if (std::optional<device::Failure> stop = interruption(p)) {
+        p.channel.fail_locked(p.slot, std::move(*stop));
         continue;
       }
       deadlines.warn_if_due(p);

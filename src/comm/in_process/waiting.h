@@ -1,12 +1,13 @@
 // Waiting in a channel: a short spin (peers usually arrive within
 // microseconds), then a sleep on the channel, with the warning, the timeout
-// and the check for gone devices.
+// and the checks for gone devices and interrupts.
 #pragma once
 
 #include <optional>
 
 #include "comm/in_process/channel.h"
 #include "comm/in_process/gone_devices.h"
+#include "comm/in_process/interrupted_devices.h"
 
 namespace ordo::comm {
 
@@ -18,15 +19,18 @@ struct Participant {
   size_t rank;
   const CollectiveCall& call;
   const GoneDevices& gone;
+  const InterruptedDevices& interrupted;
 };
 
 // Until p's slot serves p's collective: it opens it once every member is
 // done with the slot's earlier collective. Returns a failure instead if it
-// never will: a member is gone, or the wait timed out (then p has joined
-// the collective as failed, so that peers arriving later fail at once).
+// never will: a member is gone, or the wait timed out or was interrupted
+// (then p has joined the collective as failed, so that peers arriving
+// later fail at once).
 std::optional<device::Failure> wait_until_open(const Participant& p);
 // Until every member arrived (true) or the collective failed (false). p
-// fails it on timeout, or when a member that has not joined is gone.
+// fails it on timeout, on an interrupt, or when a member that has not
+// joined is gone.
 bool wait_for_arrivals(const Participant& p);
 // Until every member is done with p's collective. They are all present and
 // doing bounded work, so this needs no timeout.
