@@ -1,8 +1,12 @@
-// Interrupted waits (Ctrl-C in Python comes down to these) and the
-// deadlines of a waiting collective: a wait that is interrupted gives up
-// within a poll period, the collective it waited in fails for every peer,
-// naming the reason, and a timeout shorter than the warning time wins.
+// Waits that end when they must. Interrupted waits (Ctrl-C in Python comes
+// down to these): a wait that is interrupted gives up within a poll period
+// and the collective it waited in fails for every peer, naming the reason.
+// Deadlines: a timeout shorter than the warning time wins. fork(): a child
+// of a busy process starts with no runtime, and a fresh one works.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -270,6 +274,90 @@ TEST_F(CollectiveDeadlinesTest, ATimeoutShorterThanTheWarningTimeFailsAtTheTimeo
   EXPECT_GE(waited, 500ms);
   EXPECT_LT(waited, 5s);  // before, it slept until the warning at 10 s
   EXPECT_FALSE(contains(warnings, "has waited")) << warnings;
+}
+
+// ---- fork() beside a running runtime. ----
+
+// What the child found, as its exit code.
+enum ChildExit : int {
+  kChildFine = 0,
+  kParentsRuntimeRuns,
+  kShutdownSlow,
+  kFreshRuntimeWrong,
+  kParentsTensorRead,
+  kChildThrew,
+};
+
+int forked_child_checks(const Tensor& parents) {
+  try {
+    if (is_initialized()) return kParentsRuntimeRuns;
+    const Clock::time_point start = Clock::now();
+    shutdown();  // nothing to shut down: it used to join the parent's workers
+    if (Clock::now() - start > 1s) return kShutdownSlow;
+    std::atomic<int> wrong{0};
+    spawn([&wrong](int d) {
+      if (all_reduce(ReduceType::kSum, full({2}, Scalar(1.0 + d), DType::kFloat32)).to_vector<float>()[0] != 3.0f) {
+        ++wrong;
+      }
+    });
+    if (wrong.load() != 0 || num_devices() != 2) return kFreshRuntimeWrong;
+    try {
+      parents.to_vector<float>();
+      return kParentsTensorRead;
+    } catch (const InvalidArgument&) {
+    }
+    shutdown();
+    return kChildFine;
+  } catch (...) {
+    return kChildThrew;
+  }
+}
+
+// The child's exit code, or -1 if it did not exit within the time limit.
+int wait_for_child(pid_t child) {
+  const Clock::time_point deadline = Clock::now() + 60s;
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(child, &status, WNOHANG) == child) return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    std::this_thread::sleep_for(10ms);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return -1;
+}
+
+TEST(ForkedChildTest, StartsWithNoRuntimeShutsDownAtOnceAndAFreshOneWorks) {
+  shutdown();
+  init(2);
+  set_collective_timeouts(kLongTimeouts);
+  // Both devices run collectives while this thread forks; they agree on
+  // when to stop, or one would wait for the other.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int d = 0; d < 2; ++d) {
+    busy.emplace_back([d, &stop] {
+      DeviceGuard on(d);
+      for (;;) {
+        Tensor sum = all_reduce(ReduceType::kSum, ones({64}));
+        Tensor stopping = all_reduce(ReduceType::kMax, full({1}, Scalar(stop.load() ? 1.0 : 0.0), DType::kFloat32));
+        mark_step();
+        sum.to_vector<float>();
+        if (stopping.to_vector<float>()[0] > 0) return;
+      }
+    });
+  }
+  std::this_thread::sleep_for(50ms);
+  const Tensor parents = ones({2});
+  for (int trial = 0; trial < 5; ++trial) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) _exit(forked_child_checks(parents));
+    EXPECT_EQ(wait_for_child(child), kChildFine) << "trial " << trial;
+  }
+  stop.store(true);
+  for (std::thread& thread : busy) thread.join();
+  set_collective_timeouts({});
+  shutdown();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ until every participant has. A participant that waits past the collective
 timeout, or whose peer's spawn function raised or returned, gets a
 CollectiveError instead of waiting forever."""
 
+import os
 import pickle
 import threading
 import time
@@ -57,6 +58,18 @@ def reset():
         _rounds.clear()
         _failed.clear()
         _absent.clear()
+
+
+def _after_fork_in_child():
+    """A forked child has only the thread that forked, and a lock another
+    thread held stays held: its exchange starts afresh, as its runtime
+    does."""
+    global _lock
+    _lock = threading.Condition()
+    reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def rendezvous(tag, payload=b"", replicas=()):

@@ -1,7 +1,8 @@
 """Waits that end when they must: Ctrl-C (a real SIGINT from this process)
 while an ordo call waits raises KeyboardInterrupt within a second and lets
-the process exit, a second Ctrl-C never aborts it, and a timeout shorter
-than the warning time wins with a message that tells the truth. Each case
+the process exit, a second Ctrl-C never aborts it, a timeout shorter than
+the warning time wins with a message that tells the truth, and a child
+forked beside a busy runtime gets a fresh one instead of a hang. Each case
 runs in a fresh interpreter with a time limit, so that a hang fails the
 test instead of stalling the suite."""
 
@@ -230,3 +231,156 @@ def test_an_interrupted_spawn_stops_its_devices_collectives_with_a_clear_error()
                      output), output
     assert "still running" not in output
 
+
+# ---- fork() beside a running runtime. ----
+
+# Threads drive every device with small steps while the main thread forks:
+# the child has none of them, nor the workers, only their memory and locks.
+FORK_BESIDE_A_BUSY_RUNTIME = """
+    import json, os, sys, threading, time
+    import numpy as np
+    import ordo
+    ordo.init(3)
+    ordo.set_collective_timeout(600, warn_seconds=600)
+    stop = threading.Event()
+    inherited = []  # tensors of the parent's runtime, some pending at the fork
+
+    def busy(index):  # the devices agree on when to stop, or one would wait for another
+        ordo.set_device(index)
+        while True:
+            x = ordo.all_reduce("sum", ordo.ones([64]) * 2.0)
+            stopping = ordo.all_reduce("max", ordo.tensor([float(stop.is_set())]))
+            inherited.append(x)
+            ordo.mark_step()
+            if stopping.numpy()[0] > 0:
+                break
+            del inherited[:-4]
+
+    threads = [threading.Thread(target=busy, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+
+    def in_child():
+        {child}
+
+    outcomes = []
+    for trial in range({trials}):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            try:
+                result = in_child()
+            except BaseException as error:
+                result = [type(error).__name__, str(error)]
+            os.write(write, json.dumps(result).encode())
+            os.close(write)
+            {child_exit}
+        os.close(write)
+        start = time.monotonic()
+        with os.fdopen(read) as pipe:
+            reported = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        outcomes.append([json.loads(reported) if reported else None, os.waitstatus_to_exitcode(status),
+                         time.monotonic() - start])
+        time.sleep(0.02)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    print(json.dumps(outcomes))
+"""
+FORK_TRIALS = 5
+CHILD_SHUTDOWN = """
+        start = time.monotonic()
+        ordo.shutdown()
+        return ["shut down", time.monotonic() - start]"""
+CHILD_USES_ORDO = """
+        devices = ordo.world_size()
+        sums = ordo.spawn(lambda index: ordo.all_reduce("sum", ordo.tensor([float(index)] * 2)).numpy().tolist())
+        try:
+            inherited[-1].numpy()
+            parents = "read"
+        except ValueError as error:
+            parents = str(error)
+        return [devices, sums, parents]"""
+
+
+def run_forks(child, child_exit="os._exit(0)"):
+    code = FORK_BESIDE_A_BUSY_RUNTIME.format(child=textwrap.indent(textwrap.dedent(child), " " * 8).strip(),
+                                             trials=FORK_TRIALS, child_exit=child_exit)
+    outcomes, _ = run_child(code)
+    return outcomes
+
+
+@pytest.mark.parametrize("child_exit", ["os._exit(0)", "sys.exit(0)"], ids=["os._exit", "interpreter exit"])
+def test_a_forked_child_of_a_busy_runtime_shuts_down_at_once_and_exits(child_exit):
+    # Before, shutdown joined the parent's workers, which the child does not
+    # have (every trial hung), and so did the child's exit.
+    for (reported, exit_code, seconds) in run_forks(CHILD_SHUTDOWN, child_exit):
+        assert reported[0] == "shut down" and reported[1] < 1.0, reported
+        assert exit_code == 0 and seconds < 20
+
+
+def test_a_forked_child_gets_a_fresh_runtime_with_the_parents_devices_and_refuses_the_parents_tensors():
+    for (reported, exit_code, _) in run_forks(CHILD_USES_ORDO):
+        assert exit_code == 0, reported
+        devices, sums, parents = reported
+        assert devices == 3
+        assert sums == [[3.0, 3.0]] * 3
+        assert parents == ("copy_to_host: an input tensor belongs to a runtime that was shut down "
+                           "(or to the parent's, in a forked process)")
+
+
+# Workers of a fork Pool load data with numpy while spawn's threads train on
+# every device; each worker first drops the tensors it inherited (large
+# ones, from the buffer pool), as a garbage collection there would.
+MULTIPROCESSING_BESIDE_ORDO = """
+    import gc, json, multiprocessing, threading
+    import numpy as np
+    import ordo
+
+    held = []  # the parent's tensors, some pending, inherited by every worker
+
+    def drop_inherited():
+        held.clear()
+        gc.collect()
+
+    def load(seed):
+        return float(np.random.default_rng(seed).standard_normal((64, 64)).sum())
+
+    def train(index, steps):
+        total = ordo.zeros([32768])
+        for step in range(steps):
+            total = ordo.all_reduce("sum", ordo.ones([32768])) + total
+            held.append(total)
+            ordo.mark_step()
+            if step % 4 == 0:
+                total.numpy()
+            del held[:-64]
+        return float(total.numpy()[0])
+
+    def main():
+        ordo.init(4)
+        ordo.set_collective_timeout(600, warn_seconds=600)
+        results = {}
+        training = threading.Thread(target=lambda: results.update(trained=ordo.spawn(train, (200,))))
+        training.start()
+        context = multiprocessing.get_context("fork")
+        batches = []
+        while training.is_alive() or not batches:
+            with context.Pool(3, initializer=drop_inherited) as pool:
+                batches.append(pool.map(load, range(12)))
+        training.join()
+        expected = [load(seed) for seed in range(12)]
+        print(json.dumps([len(batches), all(batch == expected for batch in batches), results["trained"]]))
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_multiprocessing_with_fork_loads_data_beside_ordo_devices_running_in_threads():
+    (pools, loaded, trained), _ = run_child(MULTIPROCESSING_BESIDE_ORDO)
+    assert pools >= 1 and loaded
+    assert trained == [800.0] * 4
