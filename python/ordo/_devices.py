@@ -189,7 +189,7 @@ _STOP_GRACE_SECONDS = 0.5
 
 def _stop_spawned_threads(threads, interrupt, same_runtime):
     """The main thread was interrupted while spawn waited for its threads:
-    each spawned device is interrupted and declared failed, so that every
+    each spawned device is declared failed and interrupted, so that every
     collective and rendezvous its thread waits in, now or later, fails at
     once for it and for its peers, naming the interrupt. Then the threads
     get a moment to end, so that the interpreter need not wait for them at
@@ -202,6 +202,7 @@ def _stop_spawned_threads(threads, interrupt, same_runtime):
         _exchange.fail_device(index, reason)
         if same_runtime():
             _C.mark_device_failed(index, reason)
+    _exchange.interrupt(range(len(threads)), reason)
     if same_runtime():
         for index in range(len(threads)):
             _C.interrupt_device(index, reason)

@@ -46,6 +46,18 @@ def mark_absent(ordinal, reason):
         _lock.notify_all()
 
 
+def interrupt(ordinals, reason):
+    """Fails every meeting that one of ordinals waits in: all its
+    participants raise CollectiveError naming reason (an interrupted spawn
+    does this for its devices)."""
+    with _lock:
+        for (tag, participants, _), meeting in _meetings.items():
+            waiting = [d for d in ordinals if d in meeting.payloads]
+            if waiting and meeting.failure is None and len(meeting.payloads) < len(participants):
+                meeting.failure = f"rendezvous '{tag}' cannot complete: device {waiting[0]} was interrupted: {reason}"
+        _lock.notify_all()
+
+
 def clear_absent(ordinal):
     with _lock:
         _absent.pop(ordinal, None)
@@ -113,10 +125,7 @@ def _wait_for_participants(tag, me, participants, meeting, warn_seconds, timeout
     while len(meeting.payloads) < len(participants):
         if meeting.failure:
             raise _C.CollectiveError(meeting.failure)
-        # A device that is gone fails the meetings it has not joined, and
-        # its own (an interrupted spawn fails every device it drove).
-        gone = [d for d in participants
-                if (d in _failed or d in _absent) and (d not in meeting.payloads or d == me and d in _failed)]
+        gone = [d for d in participants if (d in _failed or d in _absent) and d not in meeting.payloads]
         if gone:
             reason = _failed.get(gone[0]) or _absent[gone[0]]
             raise _C.CollectiveError(f"rendezvous '{tag}': device {gone[0]} is gone ({reason})")
