@@ -113,7 +113,13 @@ def spawn(fn, args=(), nprocs=None):
     for a collective or rendezvous it never joined fails promptly too. A
     spawn of every device returns once the devices ran what their calls
     queued. With nprocs below the number of devices, collectives over every
-    device wait for the missing ones: give them replica groups."""
+    device wait for the missing ones: give them replica groups.
+
+    Ctrl-C while spawn waits declares every spawned device failed (until
+    shutdown) and interrupts what it queued: the threads' collectives and
+    rendezvous fail at once with CollectiveError naming the interrupt.
+    spawn gives the threads half a second to end, then raises the
+    KeyboardInterrupt, with a note of what their calls raised."""
     count = _C.num_devices() if nprocs is None else int(nprocs)
     if not 1 <= count <= _C.num_devices():
         raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")
