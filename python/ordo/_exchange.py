@@ -3,8 +3,9 @@
 Devices are threads of this process, so an exchange is a meeting place in
 memory: each participant leaves its payload under (tag, round) and waits
 until every participant has. A participant that waits past the collective
-timeout, or whose peer's spawn function raised or returned, gets a
-CollectiveError instead of waiting forever."""
+timeout, or whose peer's spawn function raised or returned, or whose
+meeting another participant left on Ctrl-C, gets a CollectiveError instead
+of waiting forever."""
 
 import os
 import pickle
@@ -15,7 +16,7 @@ import time
 from . import _C
 
 _lock = threading.Condition()
-_meetings = {}  # (tag, participants) -> _Meeting; guarded by _lock
+_meetings = {}  # (tag, participants, round) -> _Meeting; guarded by _lock
 _rounds = {}  # (tag, participants, ordinal) -> next round; guarded by _lock
 _failed = {}  # ordinal -> reason; guarded by _lock
 _absent = {}  # ordinal -> reason, while nothing drives it; guarded by _lock
