@@ -28,6 +28,8 @@ def main():
     parser.add_argument("--time-limit", type=float, help="stop after this many seconds")
     parser.add_argument("--progress", type=int, default=0, help="print progress every N programs")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--seed-file", help="write each program's seed here before running it, so that the "
+                                             "seed of a program that crashes the process is known")
     args = parser.parse_args()
     start_runtime()
     if args.replay is not None:
@@ -35,7 +37,7 @@ def main():
         args.seed, args.programs = args.replay, 1
     start = time.monotonic()
     checked, covered, failure = run_programs(args.seed, args.programs, args.time_limit, args.progress,
-                                             not args.no_shrink)
+                                             not args.no_shrink, args.seed_file)
     elapsed = time.monotonic() - start
     print(f"checked {checked} programs (seeds {args.seed}..{args.seed + checked - 1}) in {elapsed:.1f} s")
     print("covered: " + ", ".join(f"{name}={n}" for name, n in sorted(covered.items())))

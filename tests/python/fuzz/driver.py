@@ -34,7 +34,7 @@ def report(failure, shrunk=None):
     return "\n".join(text)
 
 
-def run_programs(first_seed, count, time_limit=None, progress=None, shrinking=True):
+def run_programs(first_seed, count, time_limit=None, progress=None, shrinking=True, seed_file=None):
     """Checks count programs (fewer if time_limit seconds pass first).
     Returns (programs checked, Counter of op kinds, failure report or None)."""
     covered = collections.Counter()
@@ -43,6 +43,9 @@ def run_programs(first_seed, count, time_limit=None, progress=None, shrinking=Tr
     for seed in range(first_seed, first_seed + count):
         if time_limit is not None and time.monotonic() - start > time_limit:
             break
+        if seed_file:
+            with open(seed_file, "w") as f:
+                f.write(f"{seed}\n")
         program = generate(seed)
         covered.update(kinds(program))
         try:

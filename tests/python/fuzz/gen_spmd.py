@@ -2,6 +2,8 @@
 program on its own data) and of calls that must fail when traced (a clear
 ValueError or TypeError naming the op, and nothing recorded)."""
 
+import numpy as np
+
 from . import values as V
 from .generate import MAX_NUMEL, WORLD, numel
 
@@ -54,6 +56,19 @@ def all_reduce(g):
         return listed
     return g.add("all_reduce", (x,), {"reduce": reduce, "scale": scale, "groups": groups}, g.dtype_of(x),
                  g.shape_of(x))
+
+
+def large_all_reduce(g):
+    """An all_reduce of more than 8 MiB: outputs that large are streamed,
+    and float sums take their own loop (data_movement.cc). No other op
+    takes it as an operand (Generator.values)."""
+    dtype = g.rng.choice(("float32", "float32", "float64", "int32"))
+    count = (8 << 20) // np.dtype(dtype).itemsize + g.rng.choice((0, 1, 7, 16, 33))
+    x = g.input(dtype, (count,), "small" if dtype == "int32" else None)
+    reduce = g.rng.choice(("sum", "sum", "max", "mul"))
+    scale = 1.0 if dtype == "int32" or g.rng.random() < 0.5 else g.rng.choice((0.5, -1.0, 1 / 3))
+    attrs = {"reduce": reduce, "scale": scale, "groups": g.rng.choice(GROUPS)}
+    return g.add("all_reduce", (x,), attrs, dtype, (count,))
 
 
 def all_gather(g):
@@ -121,7 +136,7 @@ def collective_broadcast(g):
     return listed
 
 
-COLLECTIVE_WEIGHTS = {all_reduce: 8, all_gather: 3, reduce_scatter: 3, all_to_all: 2, collective_permute: 2,
+COLLECTIVE_WEIGHTS = {all_reduce: 8, large_all_reduce: 0.2, all_gather: 3, reduce_scatter: 3, all_to_all: 2, collective_permute: 2,
                       collective_broadcast: 2}
 
 

@@ -54,9 +54,12 @@ class Generator:
     def shape_of(self, i):
         return self.instrs[i].shape
 
-    def values(self, accept=None):
+    def values(self, accept=None, operands=True):
+        """The values accept takes; as operands only those of at most
+        MAX_NUMEL elements (not the large all_reduce's)."""
         return [i for i, ins in enumerate(self.instrs)
-                if ins.dtype is not None and not ins.is_list and (accept is None or accept(ins))]
+                if ins.dtype is not None and not ins.is_list and (not operands or numel(ins.shape) <= MAX_NUMEL)
+                and (accept is None or accept(ins))]
 
     def pick(self, accept=None, make=None):
         """An earlier value (recent ones first, so that ops form chains, as
@@ -154,7 +157,7 @@ class Generator:
         used = set()
         for ins in self.instrs:
             used.update(ins.args)
-        values = self.values()
+        values = self.values(operands=False)
         sinks = [i for i in values if i not in used]
         others = [i for i in values if i in used and self.rng.random() < 0.25]
         return sorted(set(sinks + others)) or values[-1:]

@@ -134,7 +134,9 @@ def run_failing(program, mode, device, kept):
 
 
 def run_mode(program, mode, device):
-    _C.set_schedule(device, mode.schedule, program.seed, mode.fuse)
+    # Each device its own random order: the cc token must keep their
+    # collectives in one order all the same.
+    _C.set_schedule(device, mode.schedule, program.seed * 8 + device, mode.fuse)
     values = build(program, mode, device)
     keep = values.keys() if mode.keep_all else [i for i in program.outputs if i in values]
     kept = {i: values[i] for i in keep}
@@ -253,4 +255,5 @@ def check(program):
     results = run(program)
     if program.failing is None:
         check_modes(program, results)
-        check_values(program, results)
+        with np.errstate(all="ignore"):  # numpy computing with NaNs and infinities on purpose
+            check_values(program, results)

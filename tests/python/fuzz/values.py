@@ -72,9 +72,9 @@ def random_data(rng, dtype, shape, profile):
     kind, huge and subnormal numbers, integer extremes) or 'small' (small
     integers only, as collectives with a scale need)."""
     n = int(np.prod(shape, dtype=np.int64))
-    if dtype == "bool":
-        return np.array([rng.random() < 0.5 for _ in range(n)], np.bool_).reshape(shape)
     nprng = np.random.default_rng(rng.getrandbits(63))
+    if dtype == "bool":
+        return (nprng.random(n) < 0.5).reshape(shape)
     if dtype in INTS:
         bound = 4 if profile == "small" else rng.choice((3, 10, 1000, 100000))
         out = nprng.integers(-bound, bound + 1, size=n, dtype=np.int64).astype(dtype)
