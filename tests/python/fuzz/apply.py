@@ -116,6 +116,7 @@ APPLY = {
     "one_hot": lambda a, xs, device: (ordo.one_hot(xs[0], a["depth"]) if a["dtype"] is None
                                       else ordo.one_hot(xs[0], a["depth"], a["dtype"])),
     "copy_": _copy_into,
+    "assign_": lambda a, xs, device: xs[0].copy_(xs[1]),
     "full": _full,
     "arange": lambda a, xs, device: ordo.arange(a["start"], a["stop"], a["step"], dtype=a["dtype"], device=device),
     "rand": lambda a, xs, device: getattr(ordo, a["fn"])(a["shape"], seed=a["seed"], dtype=a["dtype"],

@@ -60,6 +60,8 @@ def movement(ins, args):
         return np.broadcast_to(x, ins.shape), "bits"
     if ins.op == "copy_":
         return np.broadcast_to(R.cast(x, ins.dtype), ins.shape), "exact"
+    if ins.op == "assign_":
+        return np.broadcast_to(R.cast(args[1], ins.dtype), ins.shape), "exact"
     if ins.op == "index_select":
         return np.take(x, args[1].astype(np.int64), axis=a["axis"]), "bits"
     if ins.op == "gather":

@@ -361,6 +361,30 @@ def copy_into(g):
     return g.add("copy_", (x,), {"shape": target, "dtype": dtype}, dtype, target)
 
 
+def assign(g):
+    """x.copy_(y) on a value x of the program: x's handle now holds y cast
+    and broadcast to x's dtype and shape (in place, as torch_xla programs
+    update parameters). x's old value is gone: no later op reads it."""
+    x = g.pick()
+    y = tensor_operand(g, g.partner(g.shape_of(x), grow=False), g.rng.choice(V.DTYPES))
+    if y == x:
+        return None
+    root = alias_root(g.instrs, x)
+    g.reassigned.update(i for i in g.values(operands=False) if alias_root(g.instrs, i) == root)
+    return g.add("assign_", (x, y), {}, g.dtype_of(x), g.shape_of(x))
+
+
+def alias_root(instrs, i):
+    """The value whose handle value i shares: a cast to its own dtype and
+    x[()] return their operand's handle, as torch's x.to(x.dtype) returns
+    x, and so does x.copy_(y); every other op makes a new one."""
+    ins = instrs[i]
+    if ins.op == "cast" and ins.attrs["to"] == instrs[ins.args[0]].dtype or \
+            ins.op == "getitem" and ins.attrs["index"] == () or ins.op == "assign_":
+        return alias_root(instrs, ins.args[0])
+    return i
+
+
 def full(g):
     dtype = g.rng.choice(V.DTYPES)
     r = g.rng.random()
@@ -420,7 +444,7 @@ def poisoned_index_op(g):
 
 WEIGHTS = {
     chain: 8, unary: 14, cast: 5, binary: 26, where: 5, reduction: 9, matmul: 4, reshape: 5, permute: 3, transpose: 2,
-    slice_: 3, getitem: 3, concat: 3, broadcast_to: 3, index_select: 2, gather: 2, one_hot: 1, copy_into: 2,
+    slice_: 3, getitem: 3, concat: 3, broadcast_to: 3, index_select: 2, gather: 2, one_hot: 1, copy_into: 2, assign: 2,
     full: 2, arange: 1, rand: 1,
 }
 assert all(d < MAX_NUMEL for d in LONG_DIMS)

@@ -16,7 +16,7 @@ from .program import Instr, Program
 
 SPMD_FRACTION = 0.08     # of programs: every device runs it, with collectives
 FAILING_FRACTION = 0.03  # of single-device programs: an index out of range
-CUT_FRACTION = 0.15      # of programs: a mark_step in the middle
+CUT_FRACTION = 0.15      # of programs: graphs cut in the middle (mark_step, or reading a value)
 WORLD = 4                # devices of an SPMD program (the runtime's default)
 MAX_NUMEL = 4096         # per value: programs stay fast
 SMALL_DIMS = (2, 3, 4, 5, 7, 8, 9, 16, 17)
@@ -39,6 +39,7 @@ class Generator:
         self.seed = seed
         self.devices = devices
         self.instrs = []
+        self.reassigned = set()  # handles an assign_ rebound: their old value is gone
         self.profile = self.rng.choices(("plain", "special", "nans"), weights=(4, 4, 2))[0]
         self.long_dims = self.rng.random() < 0.3
 
@@ -59,7 +60,7 @@ class Generator:
         MAX_NUMEL elements (not the large all_reduce's)."""
         return [i for i, ins in enumerate(self.instrs)
                 if ins.dtype is not None and not ins.is_list and (not operands or numel(ins.shape) <= MAX_NUMEL)
-                and (accept is None or accept(ins))]
+                and i not in self.reassigned and (accept is None or accept(ins))]
 
     def pick(self, accept=None, make=None):
         """An earlier value (recent ones first, so that ops form chains, as
@@ -116,20 +117,21 @@ class Generator:
             dims[k] //= 2
         return tuple(dims)
 
-    def partner(self, shape):
+    def partner(self, shape, grow=True):
         """A shape that broadcasts with shape: leading dims dropped, dims
-        set to 1, leading 1s added, or a 1 of shape widened."""
+        set to 1, and unless grow is false, leading 1s added or a 1 of
+        shape widened."""
         drop = self.rng.randint(0, len(shape))
         out = []
         for d in shape[drop:]:
             r = self.rng.random()
             if r < 0.3:
                 out.append(1)
-            elif d == 1 and r < 0.45:
+            elif d == 1 and r < 0.45 and grow:
                 out.append(self.rng.choice((2, 3)))
             else:
                 out.append(d)
-        if self.rng.random() < 0.15:
+        if self.rng.random() < 0.15 and grow:
             out = [1] * self.rng.randint(1, 2) + out
         if numel(broadcast(shape, tuple(out))) > MAX_NUMEL:
             return tuple(shape)
@@ -182,7 +184,7 @@ def generate(seed):
         outputs = sorted(outputs + [failing_op])
     cuts = []
     if not failing and len(g.instrs) > 2 and rng.random() < CUT_FRACTION:
-        cuts = [rng.randrange(len(g.instrs) - 1)]
+        cuts = sorted({rng.randrange(len(g.instrs) - 1) for _ in range(rng.randint(1, 3))})
     return Program(seed, g.instrs, outputs, cuts, devices, failing_op)
 
 

@@ -93,14 +93,29 @@ def build(program, mode, device):
         if "error" in ins.attrs:
             check_trace_error(program, i, xs, device, mode.keep_all)
             continue
+        if ins.op == "assign_" and mode.keep_all:
+            # The handle is rebound, and so is every value sharing it; views
+            # keep their old values to be checked.
+            for k, v in values.items():
+                if not isinstance(v, list) and hash(v) == hash(xs[0]):
+                    values[k] = _C.reshape(v, list(v.shape))
         try:
             values[i] = apply(ins, xs, device)
         except Exception as e:  # noqa: BLE001 - an op the rules allow must not raise
             raise FuzzFailure(program, f"v{i} on device {device} ({mode.name}): {type(e).__name__}: {e}", i) from e
         check_type(program, i, values[i], mode, device)
         if i in program.cuts:
-            ordo.mark_step()
+            cut(values[i], i + program.seed)
     return values
+
+
+def cut(value, parity):
+    """Cuts the graph: mark_step, or reading the value (which cuts its
+    device's graph first)."""
+    if parity % 2 or isinstance(value, list):
+        ordo.mark_step()
+    else:
+        value.numpy()
 
 
 def read(value):
