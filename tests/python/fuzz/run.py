@@ -97,8 +97,7 @@ def build(program, mode, device):
             # The handle is rebound, and so is every value sharing it; views
             # keep their old values to be checked.
             for k, v in values.items():
-                if not isinstance(v, list) and hash(v) == hash(xs[0]):
-                    values[k] = _C.reshape(v, list(v.shape))
+                values[k] = [keep_old(t, xs[0]) for t in v] if isinstance(v, list) else keep_old(v, xs[0])
         try:
             values[i] = apply(ins, xs, device)
         except Exception as e:  # noqa: BLE001 - an op the rules allow must not raise
@@ -107,6 +106,12 @@ def build(program, mode, device):
         if i in program.cuts:
             cut(values[i], i + program.seed)
     return values
+
+
+def keep_old(value, handle):
+    """value, or a view of it if it shares handle (Tensor.__hash__ is its
+    handle's identity)."""
+    return _C.reshape(value, list(value.shape)) if hash(value) == hash(handle) else value
 
 
 def cut(value, parity):
