@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,21 @@ TEST_F(FuzzRegressionTest, TheMarkStepAfterReadingAFailedValueRaises) {
     ASSERT_THROW(mark_step(), ExecutionError);
     mark_step();  // reported once
   }
+}
+
+// all_reduce scaled an integer sum in double and converted it back with
+// static_cast, undefined where the product leaves the integer's range
+// (int32 2^30 * 4 came back 0). It saturates now, as a cast does.
+TEST_F(FuzzRegressionTest, AnIntegerAllReduceScaledPastItsRangeSaturates) {
+  const Tensor small = from_vector<int32_t>({1 << 30, -(1 << 30), 7, -7}, {4});
+  EXPECT_EQ(all_reduce(ReduceType::kSum, small, 4.0).to_vector<int32_t>(),
+            (std::vector<int32_t>{INT32_MAX, INT32_MIN, 28, -28}));
+  EXPECT_EQ(all_reduce(ReduceType::kMax, small, -2.5).to_vector<int32_t>(),
+            (std::vector<int32_t>{INT32_MIN, INT32_MAX, -17, 17}));
+  const Tensor wide = from_vector<int64_t>({int64_t{1} << 62, 3}, {2});
+  EXPECT_EQ(all_reduce(ReduceType::kSum, wide, 2.0).to_vector<int64_t>(), (std::vector<int64_t>{INT64_MAX, 6}));
+  EXPECT_EQ(reduce_scatter(ReduceType::kSum, wide, -4.0, 0, 1).to_vector<int64_t>(),
+            (std::vector<int64_t>{INT64_MIN, -12}));
 }
 
 }  // namespace
