@@ -222,10 +222,16 @@ def permute(g):
                  tuple(shape[d] for d in perm))
 
 
-def transpose(g):
+def ranked(g):
+    """A value of rank 1 or more and its shape as a list, or (None, None)."""
     x = g.pick(lambda ins: len(ins.shape) >= 1)
     shape = list(g.shape_of(x))
-    if not shape:
+    return (x, shape) if shape else (None, None)
+
+
+def transpose(g):
+    x, shape = ranked(g)
+    if x is None:
         return None
     d0, d1 = g.axis(len(shape)), g.axis(len(shape))
     shape[d0], shape[d1] = shape[d1], shape[d0]
@@ -234,9 +240,8 @@ def transpose(g):
 
 
 def slice_(g):
-    x = g.pick(lambda ins: len(ins.shape) >= 1)
-    shape = list(g.shape_of(x))
-    if not shape:
+    x, shape = ranked(g)
+    if x is None:
         return None
     axis = g.axis(len(shape))
     size = shape[axis]
@@ -265,19 +270,18 @@ def random_index(g, shape):
 
 
 def getitem(g):
-    x = g.pick(lambda ins: len(ins.shape) >= 1)
-    shape = g.shape_of(x)
-    if not shape:
+    x, shape = ranked(g)
+    if x is None:
         return None
+    shape = tuple(shape)
     index = random_index(g, shape)
     out = np.zeros(shape, np.int8)[index].shape
     return g.add("getitem", (x,), {"index": index}, g.dtype_of(x), tuple(out))
 
 
 def concat(g):
-    x = g.pick(lambda ins: len(ins.shape) >= 1)
-    shape = list(g.shape_of(x))
-    if not shape:
+    x, shape = ranked(g)
+    if x is None:
         return None
     axis = g.axis(len(shape))
     parts, dtype = [x], g.dtype_of(x)
@@ -311,9 +315,8 @@ def broadcast_to(g):
 
 
 def index_select(g):
-    x = g.pick(lambda ins: len(ins.shape) >= 1)
-    shape = list(g.shape_of(x))
-    if not shape:
+    x, shape = ranked(g)
+    if x is None:
         return None
     axis = g.axis(len(shape))
     size = shape[axis]
@@ -327,10 +330,10 @@ def index_select(g):
 
 
 def gather(g):
-    x = g.pick(lambda ins: len(ins.shape) >= 1)
-    shape = g.shape_of(x)
-    if not shape:
+    x, shape = ranked(g)
+    if x is None:
         return None
+    shape = tuple(shape)
     axis = g.axis(len(shape))
     size = shape[axis]
     index_shape = tuple((g.rng.randint(0, 5) if size else 0) if d == axis % len(shape) else g.rng.randint(0, n)
