@@ -61,6 +61,8 @@ def plain_scalar(g, tensor_dtype):
     r = g.rng.random()
     if r < 0.15:
         return g.rng.random() < 0.5
+    if r < 0.18 and tensor_dtype in V.FLOATS:
+        return g.rng.choice((2**70, -2**100, 2**63))  # README: a float tensor takes any int as a float
     if r < 0.55 and tensor_dtype in V.FLOATS:
         return V.random_float_scalar(g.rng, tensor_dtype)
     if r < 0.55 or tensor_dtype in V.INTS:

@@ -49,7 +49,7 @@ def scalar_dtype(value, tensor_dtype, comparison=False):
         return tensor_dtype
     if isinstance(value, int):
         dtype = tensor_dtype if tensor_dtype != "bool" else "int64"
-        return "int64" if comparison and not fits(value, dtype) else dtype
+        return "int64" if comparison and dtype in INTS and not fits(value, dtype) else dtype
     return tensor_dtype if tensor_dtype in FLOATS else "float32"
 
 
