@@ -10,8 +10,9 @@ from .gen_spmd import WORLD
 
 
 def scalar_operand(ins, x):
-    value = ins.attrs["scalar"]
-    return np.array(value, V.scalar_dtype(value, V.name(x.dtype)))
+    value = V.python_number(ins.attrs["scalar"])
+    comparison = ins.attrs["fn"] in ("eq", "ne", "lt", "le", "gt", "ge")
+    return np.array(value, V.scalar_dtype(value, V.name(x.dtype), comparison))
 
 
 def operand_dtype(ins, args):

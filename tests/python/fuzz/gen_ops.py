@@ -42,10 +42,27 @@ def cast(g):
     return g.add("cast", (x,), {"to": dtype, "style": g.rng.choice(("fn", "method"))}, dtype, g.shape_of(x))
 
 
+# numpy scalars act like Python numbers of their kind (README), whatever
+# their width: np.int64(5) next to an int32 tensor is an int32 5.
+NUMPY_SCALAR_TYPES = {bool: (np.bool_,), int: (np.int16, np.int32, np.int64, np.uint8),
+                      float: (np.float32, np.float64)}
+
+
 def python_scalar(g, tensor_dtype):
+    value = plain_scalar(g, tensor_dtype)
+    if g.rng.random() < 0.15:
+        make = g.rng.choice(NUMPY_SCALAR_TYPES[type(value)])
+        if not isinstance(value, int) or isinstance(value, bool) or V.fits(value, make):
+            return make(value)
+    return value
+
+
+def plain_scalar(g, tensor_dtype):
     r = g.rng.random()
     if r < 0.15:
         return g.rng.random() < 0.5
+    if r < 0.18 and tensor_dtype in V.FLOATS:
+        return g.rng.choice((2**70, -2**100, 2**63))  # README: a float tensor takes any int as a float
     if r < 0.55 and tensor_dtype in V.FLOATS:
         return V.random_float_scalar(g.rng, tensor_dtype)
     if r < 0.55 or tensor_dtype in V.INTS:
@@ -53,6 +70,23 @@ def python_scalar(g, tensor_dtype):
             return int(g.rng.choice(V.int_extremes(tensor_dtype)))
         return g.rng.randint(-5, 5)
     return V.random_float_scalar(g.rng, "float32")
+
+
+def past_int32(g):
+    """An int past int32's range but within int64's: compared with an int32
+    tensor, it compares exactly (README). One past int64 is an
+    OverflowError (gen_spmd.bad_number)."""
+    return g.rng.choice((2**31, -2**31 - 1, 2**40, -2**40, 2**63 - 1))
+
+
+def exponent_input(g, dtype, shape):
+    """A fresh input for an integer exponent: non-negative values (x < 0
+    becomes ~x = -x - 1, so that the extremes stay), since a negative one
+    fails the graph (README: integer pow)."""
+    i = g.input(dtype, shape)
+    data = g.instrs[i].attrs["data"]
+    g.instrs[i].attrs["data"] = [np.where(d < 0, ~d, d) for d in data]
+    return i
 
 
 def binary_fns(operand_dtype):
@@ -81,13 +115,7 @@ def binary(g, a=None):
     adt, ashape = g.dtype_of(a), g.shape_of(a)
     rng = g.rng
     if rng.random() < 0.3:
-        value = python_scalar(g, adt)
-        operand = V.promote(adt, V.scalar_dtype(value, adt))
-        fn = rng.choice(binary_fns(operand))
-        first = fn in SYMBOL and rng.random() < 0.3
-        style = "operator" if fn in SYMBOL else "method"  # maximum and minimum
-        attrs = {"fn": fn, "style": style, "symbol": SYMBOL.get(fn), "scalar": value, "scalar_first": first}
-        return g.add("binary", (a,), attrs, binary_out(fn, operand), ashape)
+        return scalar_binary(g, a)
     r = rng.random()
     shape = ashape if r < 0.4 else g.partner(ashape) if r < 0.9 else ()
     dtype = adt if rng.random() < 0.6 else rng.choice(V.DTYPES)
@@ -96,9 +124,49 @@ def binary(g, a=None):
         a, b = b, a
     operand = V.promote(g.dtype_of(a), g.dtype_of(b))
     fn = rng.choice(binary_fns(operand))
+    if fn == "pow" and operand in V.INTS and g.dtype_of(b) in V.INTS:
+        b = exponent_input(g, g.dtype_of(b), g.shape_of(b))
     styles = ("fn",) + (("operator",) if fn in SYMBOL else ()) + (("method",) if fn in ("maximum", "minimum") else ())
     attrs = {"fn": fn, "style": rng.choice(styles), "symbol": SYMBOL.get(fn)}
+    if attrs["style"] == "operator" and rng.random() < 0.15:
+        # A numpy array operand works as a tensor on either side (README),
+        # in any byte order: an input's data goes in as the array.
+        k = rng.choice([k for k, x in enumerate((a, b)) if g.instrs[x].op == "input"] or [None])
+        if k is not None:
+            attrs["numpy_operand"] = k
+            attrs["byte_order"] = rng.choice(("=", ">"))
     return g.add("binary", (a, b), attrs, binary_out(fn, operand), broadcast(g.shape_of(a), g.shape_of(b)))
+
+
+def scalar_binary(g, a):
+    """a with a Python (or numpy) number, on either side."""
+    adt, ashape = g.dtype_of(a), g.shape_of(a)
+    rng = g.rng
+    value = python_scalar(g, adt)
+    operand = V.promote(adt, V.scalar_dtype(value, adt))
+    fn = rng.choice(binary_fns(operand))
+    if fn in COMPARISONS and adt == "int32" and rng.random() < 0.1:
+        value = past_int32(g)
+    first = fn in SYMBOL and rng.random() < 0.3
+    number = V.python_number(value)
+    if fn == "pow" and operand in V.INTS:
+        if first and adt in V.INTS:
+            a = exponent_input(g, adt, ashape)  # the tensor is the exponent
+        elif not first and not isinstance(number, bool) and number < 0:
+            if rng.random() < 0.5:
+                return bad_integer_power(g, a, value)
+            value = type(value)(~number)
+    style = "operator" if fn in SYMBOL else "method"  # maximum and minimum
+    attrs = {"fn": fn, "style": style, "symbol": SYMBOL.get(fn), "scalar": value, "scalar_first": first}
+    return g.add("binary", (a,), attrs, binary_out(fn, operand), ashape)
+
+
+def bad_integer_power(g, a, exponent):
+    """An integer or bool tensor to a negative integer power: no value, a
+    ValueError when traced (README: integer pow)."""
+    attrs = {"fn": "pow", "style": "operator", "symbol": "**", "scalar": exponent, "scalar_first": False,
+             "error": ValueError, "expect": "pow: integers to negative integer powers are not allowed"}
+    return g.add("binary", (a,), attrs)
 
 
 def chain(g):
@@ -426,9 +494,18 @@ def rand(g):
 
 
 def poisoned_index_op(g):
-    """An index_select, gather or one_hot whose index is out of range: its
-    graph must fail when it runs, whatever the schedule."""
-    kind = g.rng.choice(("index_select", "gather", "one_hot"))
+    """An index_select, gather or one_hot whose index is out of range, or an
+    integer pow with a negative exponent: its graph must fail when it runs,
+    whatever the schedule."""
+    kind = g.rng.choice(("index_select", "gather", "one_hot", "pow"))
+    if kind == "pow":  # a negative exponent inside an integer tensor (README: integer pow)
+        dtype = g.rng.choice(V.INTS)
+        base = g.input(dtype, (g.rng.randint(1, 5),))
+        exponent = exponent_input(g, dtype, g.shape_of(base))
+        flat = g.instrs[exponent].attrs["data"][0]
+        flat[g.rng.randrange(flat.size)] = g.rng.choice((-1, -2, np.iinfo(dtype).min))
+        attrs = {"fn": "pow", "style": g.rng.choice(("fn", "operator")), "symbol": "**"}
+        return g.add("binary", (base, exponent), attrs, dtype, g.shape_of(base))
     if kind == "one_hot":
         depth = g.rng.randint(1, 5)
         indices = g.index_input("int64", (g.rng.randint(1, 5),), depth, low=0)

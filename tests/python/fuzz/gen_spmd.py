@@ -119,8 +119,10 @@ def all_to_all(g):
 
 def collective_permute(g):
     x = g.pick()
+    # Each source and each target at most once (README: a repeated one is
+    # an error when traced).
     targets = g.rng.sample(range(WORLD), g.rng.randint(0, WORLD))
-    pairs = [[g.rng.randrange(WORLD), t] for t in targets]
+    pairs = [list(pair) for pair in zip(g.rng.sample(range(WORLD), len(targets)), targets)]
     return g.add("collective_permute", (x,), {"pairs": pairs}, g.dtype_of(x), g.shape_of(x))
 
 
@@ -268,20 +270,49 @@ def bad_collective(g):
         y = g.input(g.rng.choice(V.FLOATS), g.shape_of(x))
         attrs = {"reduce": g.rng.choice(("and", "or")), "scale": 1.0, "groups": None}
         return _bad(g, "all_reduce", (y,), attrs, TypeError, "all_reduce")
-    if r < 0.5:
+    if r < 0.4:
         attrs = {"reduce": "sum", "scale": float("nan"), "groups": None}
         return _bad(g, "all_reduce", (g.input("float32", (2,)),), attrs, ValueError, "scale")
+    if r < 0.5:  # README: scale must be a real number, not a bool or a string
+        attrs = {"reduce": "sum", "scale": g.rng.choice((True, "2")), "groups": None}
+        return _bad(g, "all_reduce", (g.input("float32", (2,)),), attrs, TypeError, "scale must be a real number")
     if r < 0.7:
         y = g.input("float32", (WORLD + 1,))
         attrs = {"reduce": "sum", "scale": 1.0, "dim": 0, "shard_count": WORLD, "groups": None}
         return _bad(g, "reduce_scatter", (y,), attrs, ValueError, "reduce_scatter")
     if r < 0.85:
         return _bad(g, "all_gather", (g.input("float32", ()),), {"dim": 0, "groups": None}, ValueError, "all_gather")
-    return _bad(g, "collective_permute", (x,), {"pairs": [[0, 1], [2, 1]]}, ValueError, "collective_permute")
+    pairs = g.rng.choice(([[0, 1], [2, 1]], [[1, 0], [1, 2]]))  # a repeated target or source
+    return _bad(g, "collective_permute", (x,), {"pairs": pairs}, ValueError, "collective_permute")
+
+
+def bad_number(g):
+    """Numbers checked as numpy 2 checks Python ints (README): an int that
+    does not fit the integer dtype it goes to is an OverflowError, a NaN
+    fill of an integer dtype a ValueError, an integer fill past the range
+    (or an infinite one) an OverflowError."""
+    r = g.rng.random()
+    if r < 0.5:
+        x = g.pick(lambda ins: ins.dtype in V.INTS + ("bool",), lambda: g.input(g.rng.choice(V.INTS), g.shape()))
+        dtype = "int64" if g.dtype_of(x) == "bool" else g.dtype_of(x)
+        info = np.iinfo(dtype)
+        fn, symbol = g.rng.choice((("add", "+"), ("sub", "-"), ("mul", "*"), ("lt", "<"), ("eq", "==")))
+        if fn in ("lt", "eq"):  # compared exactly, but only within int64
+            dtype, info = "int64", np.iinfo(np.int64)
+        value = g.rng.choice((int(info.max) + 1, int(info.min) - 1, 2**70))
+        attrs = {"fn": fn, "style": "operator", "symbol": symbol, "scalar": value,
+                 "scalar_first": g.rng.random() < 0.3}
+        return _bad(g, "binary", (x,), attrs, OverflowError, f"out of bounds for {dtype}")
+    dtype = g.rng.choice(V.INTS)
+    attrs = {"fn": "full", "shape": list(g.shape()), "dtype": dtype}
+    if r < 0.7:
+        return _bad(g, "full", (), dict(attrs, value=float("nan")), ValueError, f"full: cannot convert float NaN")
+    value = g.rng.choice((int(np.iinfo(dtype).max) + 1, float("inf"), -float("inf"), 1e19))
+    return _bad(g, "full", (), dict(attrs, value=value), OverflowError, "full")
 
 
 BAD_CALLS = (bad_broadcast, bad_bool_arithmetic, bad_reshape, bad_axes, bad_empty_reduction, bad_indexing,
-             bad_getitem, bad_matmul, bad_shapes, bad_creation)
+             bad_getitem, bad_matmul, bad_shapes, bad_creation, bad_number)
 
 
 def bad_call(g):

@@ -60,24 +60,32 @@ def _call(ins, names):
         data = a["data"]
         shown = _array_text(data[0]) if len(data) == 1 else "per device: " + " | ".join(_array_text(d) for d in data)
         return f"ordo.tensor({shown}, dtype={ins.dtype})  # shape {ins.shape}"
+    suffix = f"  # must raise {a['error'].__name__}" if "error" in a else ""
     if op in ("unary", "binary", "where"):
-        fn = a["fn"]
-        operands = list(x)
-        if "scalar" in a:
-            shown = repr(a["scalar"])
-            operands.insert(0 if a["scalar_first"] else 1, f"({shown})" if shown.startswith("-") else shown)
-        if style == "operator":
-            if len(operands) == 1:
-                return f"{a['symbol']}({operands[0]})" if a["symbol"] == "abs" else f"{a['symbol']}{operands[0]}"
-            return f"{operands[0]} {a['symbol']} {operands[1]}"
-        if style == "method":
-            return f"{operands[0]}.{fn}({', '.join(operands[1:])})"
-        return f"ordo._C.{fn}({', '.join(operands)})"
+        return elementwise_call(a, x, style) + suffix
     if op == "item":
         return f"{x[0]}[{a['index']}]"
     details = ", ".join(f"{k}={v!r}" for k, v in a.items() if k not in ("style", "error", "data"))
-    suffix = f"  # must raise {a['error'].__name__}" if "error" in a else ""
     return f"{op}({', '.join(x + ([details] if details else []))}){suffix}"
+
+
+def elementwise_call(a, x, style):
+    """A unary or binary op (or where) as its call style writes it."""
+    fn = a["fn"]
+    operands = list(x)
+    if "numpy_operand" in a:
+        k = a["numpy_operand"]
+        operands[k] = f"{operands[k]}.numpy() (byte order {a['byte_order']})"
+    if "scalar" in a:
+        shown = repr(a["scalar"])
+        operands.insert(0 if a["scalar_first"] else 1, f"({shown})" if shown.startswith("-") else shown)
+    if style == "operator":
+        if len(operands) == 1:
+            return f"{a['symbol']}({operands[0]})" if a["symbol"] == "abs" else f"{a['symbol']}{operands[0]}"
+        return f"{operands[0]} {a['symbol']} {operands[1]}"
+    if style == "method":
+        return f"{operands[0]}.{fn}({', '.join(operands[1:])})"
+    return f"ordo._C.{fn}({', '.join(operands)})"
 
 
 def listing(program):
@@ -87,7 +95,8 @@ def listing(program):
     lines = [f"program seed={program.seed} ({kind}), outputs "
              + ", ".join(f"v{i}" for i in program.outputs)]
     if program.failing is not None:
-        lines.append(f"  v{program.failing} must fail when the graph runs (an index out of range)")
+        lines.append(f"  v{program.failing} must fail when the graph runs (an index out of range, a negative "
+                     "integer exponent)")
     names = {i: f"v{i}" for i in range(len(program.instrs))}
     for i, ins in enumerate(program.instrs):
         lhs = f"v{i} = " if ins.dtype is not None else "      "

@@ -86,10 +86,19 @@ def check_type(program, i, value, mode, device):
                               f"{tuple(tensor.shape)}, the rules say {dtype} {tuple(shape)}", i)
 
 
+def numpy_operand(program, ins, device):
+    """The data of the input an op takes as a numpy array, in the byte
+    order it names."""
+    data = program.instrs[ins.args[ins.attrs["numpy_operand"]]].attrs["data"][device]
+    return data.astype(data.dtype.newbyteorder(ins.attrs["byte_order"]))
+
+
 def build(program, mode, device):
     values = {}
     for i, ins in enumerate(program.instrs):
         xs = [values[a] for a in ins.args]
+        if "numpy_operand" in ins.attrs:
+            xs[ins.attrs["numpy_operand"]] = numpy_operand(program, ins, device)
         if "error" in ins.attrs:
             check_trace_error(program, i, xs, device, mode.keep_all)
             continue
@@ -128,9 +137,11 @@ def read(value):
 
 
 def run_failing(program, mode, device, kept):
-    """Every pending value fails with the op's name; the next mark_step
-    fails too; then the device works again."""
-    op = program.instrs[program.failing].op
+    """Every pending value fails with the op's name (pow's message says
+    "integers to negative integer powers"); the next mark_step fails too;
+    then the device works again."""
+    failing = program.instrs[program.failing]
+    op = failing.attrs.get("fn", failing.op)
     pending = {i for i, t in kept.items() if not isinstance(t, list) and t.is_pending()}
     ordo.mark_step()
     for i, tensor in kept.items():

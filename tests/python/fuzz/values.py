@@ -25,14 +25,31 @@ def promote(a, b):
     return a if DTYPES.index(a) >= DTYPES.index(b) else b
 
 
-def scalar_dtype(value, tensor_dtype):
+def python_number(value):
+    """A numpy scalar as the Python number of its kind (README: numpy
+    scalars act like Python numbers: np.int64(5) is an int, np.float32(0.5)
+    the float of its value); a Python number as it is."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def fits(value, dtype):
+    """Whether an int is in an integer dtype's range."""
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+def scalar_dtype(value, tensor_dtype, comparison=False):
     """The dtype of a Python number next to a tensor (ordo::scalar_like): a
     bool takes the tensor's dtype, an int a non-bool tensor's, a float a
-    floating tensor's; otherwise the number's own (bool, int64, float32)."""
+    floating tensor's; otherwise the number's own (bool, int64, float32).
+    Compared with an integer tensor, an int past its dtype is an int64
+    (README: comparisons with an int past the dtype are exact)."""
+    value = python_number(value)
     if isinstance(value, bool):
         return tensor_dtype
     if isinstance(value, int):
-        return tensor_dtype if tensor_dtype != "bool" else "int64"
+        dtype = tensor_dtype if tensor_dtype != "bool" else "int64"
+        return "int64" if comparison and dtype in INTS and not fits(value, dtype) else dtype
     return tensor_dtype if tensor_dtype in FLOATS else "float32"
 
 
