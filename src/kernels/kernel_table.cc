@@ -1,5 +1,6 @@
-// kernel_for: one table row per op in op_list.def, so the table cannot fall
-// out of step with the op list.
+// kernel_for: one table row per op, generated from op_list.def, so the
+// table cannot fall out of step with the op list; an op without a kernel
+// fails to link (kernels_internal.h declares every specialization).
 #include <iterator>
 
 #include "kernels/kernels_internal.h"
@@ -20,7 +21,6 @@ constexpr KernelFn kKernels[] = {
 #include "ir/op_list.def"
 #undef ORDO_OP
 };
-static_assert(std::size(kKernels) == ir::kNumOps, "every op needs one kernel");
 
 }  // namespace
 
