@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "ordo/error.h"
 
 namespace ordo::ir {
@@ -32,7 +33,7 @@ CollectiveAttrs decode_collective(const Attrs& attrs) {
   const AttrInts& v = attrs.ints;
   size_t at = 0;
   auto next = [&] {
-    if (at >= v.size()) throw InternalError("collective attrs are truncated");
+    ORDO_CHECK_LT(at, v.size(), ": collective attrs are truncated");
     return v[at++];
   };
   c.reduce = static_cast<ReduceType>(next());

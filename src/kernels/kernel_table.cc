@@ -3,6 +3,7 @@
 // fails to link (kernels_internal.h declares every specialization).
 #include <iterator>
 
+#include "core/check.h"
 #include "kernels/kernels_internal.h"
 
 namespace ordo::kernels {
@@ -26,9 +27,7 @@ constexpr KernelFn kKernels[] = {
 
 KernelFn kernel_for(ir::OpKind op) {
   const int index = static_cast<int>(op);
-  if (index < 0 || index >= ir::kNumOps) {
-    throw_error<InternalError>("kernel_for: op ", index, " is not in op_list.def");
-  }
+  ORDO_CHECK(index >= 0 && index < ir::kNumOps, ": op ", index, " is not in op_list.def");
   return kKernels[index];
 }
 
