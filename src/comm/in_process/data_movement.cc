@@ -10,7 +10,7 @@
 #define ORDO_X86_64 1
 #endif
 
-#include "kernels/kernel.h"
+#include "core/dtype_dispatch.h"
 
 namespace ordo::comm {
 namespace {
