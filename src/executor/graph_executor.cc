@@ -146,9 +146,9 @@ void drop_pending_graph(int device) {
     // On the worker, after the graphs submitted before (under the graph
     // mutex, like a cut): a device's collectives are numbered in the order
     // its worker reaches them.
-    dev.worker().submit([collectives = std::move(collectives), &dev, ordinal] {
+    dev.worker().submit([collectives = std::move(collectives), &dev] {
       for (const Abandoned& c : collectives) {
-        dev.communicator().abandon(c.op, c.attrs, ordinal,
+        dev.communicator().abandon(c.op, c.attrs, dev.ordinal(),
                                    "its pending graph was dropped (drop_pending_graph)");
       }
     });

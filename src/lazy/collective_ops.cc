@@ -55,9 +55,8 @@ void check_reduce(std::string_view what, ReduceType reduce, DType dtype, double 
 }
 
 struct Traced {
-  int device;
   int world;
-  size_t group_size;
+  size_t group_size;  // of the calling device's group
 };
 
 // Checks the inputs and groups; returns where the collective runs.
@@ -65,13 +64,15 @@ Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
                const ReplicaGroups& groups, bool equal_sizes) {
   ORDO_ARG_CHECK(!inputs.empty(), what, ": no tensors given");
   const int device = lazy::common_device(what, inputs);
-  const int world = runtime::get().num_devices();
+  const runtime::Runtime& rt = runtime::get();
+  const int ordinal = rt.global_ordinal(device);  // groups name global ordinals
+  const int world = rt.topology().world_size();
   check_groups(what, groups, world, equal_sizes);
   size_t group_size = static_cast<size_t>(world);
   for (const auto& group : groups) {
-    if (std::find(group.begin(), group.end(), device) != group.end()) group_size = group.size();
+    if (std::find(group.begin(), group.end(), ordinal) != group.end()) group_size = group.size();
   }
-  return {device, world, group_size};
+  return {world, group_size};
 }
 
 lazy::Tensors record(OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
@@ -240,23 +241,24 @@ bool token_edges_enabled() { return g_token_edges.load(); }
 void mark_device_failed(int device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
-  rt.communicator().mark_device_failed(device, reason);
+  rt.communicator().mark_device_failed(rt.global_ordinal(device), reason);
 }
 
 void mark_device_absent(int device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
   // A clear_device_absent before the mark takes effect cancels it.
-  const uint64_t epoch = rt.communicator().absence_epoch(device);
-  rt.tell_after_queue(device, [device, reason, epoch](comm::Communicator& communicator) {
-    communicator.mark_device_absent(device, reason, epoch);
+  const int ordinal = rt.global_ordinal(device);
+  const uint64_t epoch = rt.communicator().absence_epoch(ordinal);
+  rt.tell_after_queue(device, [ordinal, reason, epoch](comm::Communicator& communicator) {
+    communicator.mark_device_absent(ordinal, reason, epoch);
   });
 }
 
 void clear_device_absent(int device) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
-  rt.communicator().clear_device_absent(device);
+  rt.communicator().clear_device_absent(rt.global_ordinal(device));
 }
 
 }  // namespace ordo
