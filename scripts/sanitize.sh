@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite under sanitizers: `address` (ASan + UBSan, every test)
 # or `thread` (TSan: the concurrent, executor, collective, token, spawn,
-# block cache and worker tests).
+# block cache, soak bounds and worker tests).
 # Each builds into its own build-<kind>/ (the Python extension is left out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,11 +9,12 @@ kind="${1:?usage: scripts/sanitize.sh address|thread}"
 scripts/install-deps.sh
 export ORDO_BUILD_DIR="build-$kind"
 scripts/build.sh -DORDO_SANITIZE="$kind" -DORDO_BUILD_BENCHMARKS=OFF -DORDO_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=Debug
-export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# A huge allocation must fail like any other (OutOfMemoryError), not abort.
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if [ "$kind" = thread ]; then
   ctest --test-dir "$ORDO_BUILD_DIR" --output-on-failure -j "$(nproc)" \
-    -R 'Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|Spawn|ThreadBlockCache|BufferPool|DropPendingGraph|Worker'
+    -R 'Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|Spawn|ThreadBlockCache|BufferPool|SoakBounds|DropPendingGraph|Worker'
 else
   ctest --test-dir "$ORDO_BUILD_DIR" --output-on-failure -j "$(nproc)"
 fi

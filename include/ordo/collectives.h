@@ -10,9 +10,11 @@
 //
 // Arguments are checked when the op is traced (InvalidArgument, nothing
 // recorded, the token left as it was). At run time a participant that brings
-// another op raises CollectiveMismatchError on every participant; one that
-// waits too long warns, then raises CollectiveTimeoutError; a peer whose graph
-// failed or that was marked failed makes the others raise CollectiveError.
+// another op raises CollectiveMismatchError on every participant; devices
+// whose k-th collectives have different replica groups raise it wherever one
+// waits for another; one that waits too long warns, then raises
+// CollectiveTimeoutError; a peer whose graph failed or that was marked failed
+// makes the others raise CollectiveError.
 #pragma once
 
 #include <optional>
@@ -31,7 +33,8 @@ ReduceType parse_reduce_type(std::string_view name);
 std::string_view reduce_type_name(ReduceType type);
 
 // Replica groups: lists of global ordinals that partition the devices. Empty
-// means one group of every device. A device's rank is its position in its group.
+// means one group of every device. A device's rank is its position in its
+// group; the order of the groups does not matter.
 using ReplicaGroups = std::vector<std::vector<int>>;
 
 // One tensor: a new tensor holding the scaled reduction over the group.
@@ -51,7 +54,9 @@ Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int6
 // concat_dimension in rank order.
 Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_dimension,
                   int64_t split_count, const ReplicaGroups& groups = {});
-// pairs of [source, target] global ordinals; a device that is no target gets zeros.
+// pairs of [source, target] global ordinals, each device the source of one
+// pair at most and the target of one at most, in any order; a device that
+// is no target gets zeros.
 Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs);
 // In place: every device of a group gets the root's tensors (root_ordinal is
 // a global ordinal); a group without the root gets zeros, as in torch_xla.

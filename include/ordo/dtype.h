@@ -5,6 +5,7 @@
 //   ordo::dtype_name(t);            // "float32"
 //   ordo::Shape s{2, 3};
 //   ordo::shape_numel(s);           // 6
+//   ordo::checked_shape_size("f", s, t).nbytes;  // 24; throws if it overflows
 #pragma once
 
 #include <cstddef>
@@ -56,8 +57,22 @@ ORDO_DTYPES(ORDO_DTYPE_OF)
 // makes one or two, so they come from the small-block allocator.
 using Shape = std::vector<int64_t, SmallBlockAllocator<int64_t>>;
 
+// The element count of a shape that checked_shape_size accepted.
 int64_t shape_numel(const Shape& shape);
 std::string shape_to_string(std::span<const int64_t> shape);
+
+// The element and byte counts of a dense tensor.
+struct ShapeSize {
+  int64_t numel;
+  int64_t nbytes;
+};
+
+// Every shape ordo makes or is given passes here. A shape is refused, with
+// InvalidArgument (starting with `what`, naming the dimension and why), when
+// a dimension is negative or when its element or byte count does not fit
+// int64. As in numpy, the nonzero dimensions must fit even when another is
+// 0, so that every stride and offset of an accepted shape fits as well.
+ShapeSize checked_shape_size(std::string_view what, std::span<const int64_t> shape, DType dtype);
 
 // A number given by the caller, kept exact for integers.
 class Scalar {
@@ -75,6 +90,11 @@ class Scalar {
   double to_double() const { return d_; }
   // The dtype a tensor made from this scalar alone gets.
   DType default_dtype() const;
+  // Whether this number converts to dtype without overflow: bool and the
+  // float types take any number (a float type rounds, and overflows to inf
+  // as in numpy); an integer type takes the integers in its range and the
+  // finite floats whose truncation is in it (not NaN).
+  bool fits(DType dtype) const;
 
  private:
   enum class Kind : uint8_t { kBool, kInt, kFloat };
@@ -89,5 +109,9 @@ class Scalar {
   int64_t i_;
   double d_;
 };
+
+// Throws OutOfRange naming `what` when value does not fit dtype
+// (InvalidArgument for NaN, which is no number of any integer type).
+void check_fits(std::string_view what, const Scalar& value, DType dtype);
 
 }  // namespace ordo

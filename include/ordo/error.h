@@ -1,6 +1,7 @@
 // Errors raised by ordo. Every failure is an exception derived from
-// ordo::Error; the Python binding maps InvalidArgument to ValueError and
-// DTypeError to TypeError.
+// ordo::Error; the Python binding maps InvalidArgument to ValueError,
+// DTypeError to TypeError, OutOfRange to OverflowError and OutOfMemoryError
+// to a MemoryError.
 //
 //   try {
 //     ordo::add(a, b);
@@ -20,7 +21,9 @@ namespace ordo {
 enum class ErrorCode {
   kInvalidArgument,
   kDType,
+  kOutOfRange,
   kExecution,
+  kOutOfMemory,
   kCollective,
   kCollectiveMismatch,
   kCollectiveTimeout,
@@ -44,8 +47,12 @@ class Error : public std::runtime_error {
 ORDO_ERROR_CLASS(InvalidArgument, Error, kInvalidArgument)
 // An argument of the wrong element type.
 ORDO_ERROR_CLASS(DTypeError, InvalidArgument, kDType)
+// A number that does not fit where it goes (2^32 as an int32 value).
+ORDO_ERROR_CLASS(OutOfRange, InvalidArgument, kOutOfRange)
 // A failure while a graph ran on a device; names the op that failed.
 ORDO_ERROR_CLASS(ExecutionError, Error, kExecution)
+// A buffer could not be allocated: says how many bytes, for what shape.
+ORDO_ERROR_CLASS(OutOfMemoryError, ExecutionError, kOutOfMemory)
 // A collective failed: a peer failed or is gone.
 ORDO_ERROR_CLASS(CollectiveError, ExecutionError, kCollective)
 // Participants of one collective brought different ops.

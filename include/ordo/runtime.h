@@ -73,7 +73,7 @@ class DeviceGuard {
 // If a thread cannot be started, the devices without one are marked failed
 // and spawn rethrows that error (std::system_error) once the others finish.
 void spawn(const std::function<void(int)>& fn, int count = -1);
-// Pins the calling thread as the driver of `device` (< 0: its current
+// Pins the calling thread as the driver of `device` (-1: its current
 // device), as MPI binds a rank to a core: on the CPU of the device's worker
 // when the devices share the CPUs (then submitting a graph and waiting for it
 // never wakes another CPU), on a CPU of its own when there are two per
@@ -81,6 +81,9 @@ void spawn(const std::function<void(int)>& fn, int count = -1);
 // it. ORDO_CPU_BIND=none turns off this and the pinning of workers.
 void bind_thread_to_device(int device);
 
+// Every `int device = -1` argument: -1 is the calling thread's device, and
+// any other that does not exist throws InvalidArgument.
+//
 // Cuts the device's graph: every live pending tensor of the device is
 // materialized by one compiled graph, submitted to the device's worker.
 // Returns once submitted. Throws the error of an earlier failed graph of

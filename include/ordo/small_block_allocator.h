@@ -4,7 +4,8 @@
 // frees them all by the graph cut. The C library keeps only seven freed
 // blocks of a size per thread, and beyond that its shared path cost most
 // of a cache-hit mark_step; so each thread keeps the blocks it freed for
-// its next step (bounded; see src/core/small_block_allocator.cc).
+// its next step, and hands what it cannot keep to a depot shared by all
+// threads (both bounded; see src/core/small_block_allocator.cc).
 #pragma once
 
 #include <cstddef>

@@ -72,29 +72,32 @@ class Tensor {
   std::shared_ptr<lazy::TensorImpl> impl_;
 };
 
-// ---- Creation. device < 0 means the calling thread's current device. ----
+// ---- Creation. device -1 means the calling thread's current device; any
+// other device that does not exist is an InvalidArgument. ----
 
 // Copies nbytes = numel * dtype_size(dtype) bytes from data.
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device = -1);
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, int device = -1) {
+  const int64_t numel = checked_shape_size("from_vector", shape, dtype_of<T>()).numel;
+  ORDO_ARG_CHECK(static_cast<int64_t>(values.size()) == numel, "from_vector: ", values.size(),
+                 " values for shape ", shape_to_string(shape));
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());
-    ORDO_ARG_CHECK(static_cast<int64_t>(bytes.size()) == shape_numel(shape), "from_vector: ",
-                   values.size(), " values for shape ", shape_to_string(shape));
     return from_host(bytes.data(), DType::kBool, shape, device);
   } else {
-    ORDO_ARG_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ",
-                   values.size(), " values for shape ", shape_to_string(shape));
     return from_host(values.data(), dtype_of<T>(), shape, device);
   }
 }
 
+// value must fit dtype (Scalar::fits): full({2}, int64_t{1} << 31, kInt32)
+// throws OutOfRange, a NaN fill of an integer dtype InvalidArgument.
 Tensor full(const Shape& shape, Scalar value, DType dtype, int device = -1);
 Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, int device = -1);
 Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, int device = -1);
-// [start, stop) by step, like numpy.arange.
+// [start, stop) by step, like numpy.arange. Every value of an integer range
+// must fit dtype (else OutOfRange).
 Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::kInt64,
               int device = -1);
 // Seeded random numbers: the same seed gives the same numbers on every run
@@ -122,6 +125,8 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+// Integer results: a negative exponent fails the graph with an
+// ExecutionError, as numpy raises ("integers to negative integer powers").
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
@@ -137,7 +142,10 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor cast(const Tensor& x, DType dtype);
 
 // A scalar operand becomes a 0-d tensor of the other operand's dtype when its
-// kind fits (an integer scalar with a float tensor), else of its own kind.
+// kind fits (an integer scalar with a float tensor), else of its own kind;
+// scalar_dtype says which. The value must fit that dtype (else OutOfRange,
+// as numpy 2 refuses int32_array + 2**32).
+DType scalar_dtype(Scalar value, DType other);
 Tensor scalar_like(Scalar value, const Tensor& other);
 
 // ---- Reductions. An empty axes list reduces every axis; negative axes count
@@ -163,9 +171,12 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
-// Picks whole slices of x along axis by a 1-D integer index.
+// Picks whole slices of x along axis by a 1-D integer index. Indices count
+// from the end when negative, like numpy.take (-1 is the last slice); one
+// outside [-size, size) fails the graph with an ExecutionError naming it.
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
 // torch.gather: out[i][j] = x[index[i][j]][j] for axis 0; index has x's rank.
+// Negative indices count from the end, as in index_select.
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::kInt64);
 

@@ -17,7 +17,7 @@ import numpy as _np
 
 from . import _C
 from ._C import (CcToken, CollectiveError, CollectiveMismatchError, CollectiveTimeoutError, ExecutionError,
-                 Tensor)
+                 OutOfMemoryError, Tensor)
 from ._collectives import (REDUCE_AND, REDUCE_MAX, REDUCE_MIN, REDUCE_MUL, REDUCE_OR, REDUCE_SUM, all_gather,
                            all_reduce, all_to_all, collective_broadcast, collective_permute, reduce_gradients,
                            reduce_scatter)
@@ -78,7 +78,7 @@ def wait_device_ops(devices=()):
         _C.wait_all_device_ops()
         return
     for d in devices:
-        _C.wait_device_ops(int(d))
+        _C.wait_device_ops(_ordinal(d))
 
 
 def shutdown():

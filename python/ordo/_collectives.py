@@ -1,5 +1,9 @@
 """Collectives with torch_xla's xla_model signatures (2.1)."""
 
+import numbers
+
+import numpy as np
+
 from . import _C
 from ._devices import world_size
 from ._tensor import Tensor
@@ -10,6 +14,14 @@ REDUCE_AND = "and"
 REDUCE_OR = "or"
 REDUCE_MIN = "min"
 REDUCE_MAX = "max"
+
+
+def _scale(scale, what):
+    """scale as a float: a real number (Python's or numpy's), not a string,
+    and not a bool (True where a scale goes is a misplaced argument)."""
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"{what}: scale must be a real number, got {type(scale).__name__} {scale!r}")
+    return float(scale)
 
 
 def _groups(groups):
@@ -55,13 +67,15 @@ def _into(output, result):
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     """A tensor gives a new tensor; a list is reduced in place, as one
-    coalesced collective, and returned. pin_layout is accepted for
-    compatibility (ordo has one dense row-major layout)."""
+    coalesced collective, and returned. scale is a real number (a bool or
+    a string is a TypeError). pin_layout is accepted for compatibility
+    (ordo has one dense row-major layout)."""
     del pin_layout
+    scale = _scale(scale, "all_reduce")
     if isinstance(inputs, Tensor):
-        return _C.all_reduce(reduce_type, inputs, float(scale), _groups(groups))
+        return _C.all_reduce(reduce_type, inputs, scale, _groups(groups))
     inputs = list(inputs)
-    _C.all_reduce_inplace(reduce_type, inputs, float(scale), _groups(groups))
+    _C.all_reduce_inplace(reduce_type, inputs, scale, _groups(groups))
     return inputs
 
 
@@ -78,6 +92,7 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
     """A tensor, or a list of tensors (one collective each, in order). Every
     argument is checked before the first is recorded."""
     del pin_layout
+    scale = _scale(scale, "reduce_scatter")
     single = isinstance(input, Tensor)
     inputs = [input] if single else list(input)
     outputs = [output] if single else (list(output) if output is not None else [None] * len(inputs))
@@ -88,7 +103,7 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
     for x, out in zip(inputs, outputs):
         shape = _result_shape(x, scatter_dim, "reduce_scatter", divide=shard_count)
         _check_output(out, x, shape, "reduce_scatter")
-    results = [_into(out, _C.reduce_scatter(reduce_type, x, float(scale), scatter_dim, shard_count, _groups(groups)))
+    results = [_into(out, _C.reduce_scatter(reduce_type, x, scale, scatter_dim, shard_count, _groups(groups)))
                for x, out in zip(inputs, outputs)]
     if single:
         return results[0]

@@ -1,7 +1,10 @@
 """Devices, the calling thread's device, and spawn."""
 
+import numbers
 import threading
 import time
+
+import numpy as np
 
 from . import _C, _exchange
 
@@ -30,16 +33,26 @@ class Device:
 
 
 def _ordinal(device):
-    """A device argument as an ordinal: None is the calling thread's device."""
+    """A device argument as an ordinal: None is the calling thread's device
+    (-1 to ordo._C); an ordinal, an ordo.Device or 'ordo:N' must name an
+    existing device (a negative ordinal is an error, not the current device)."""
     if device is None:
         return -1
     if isinstance(device, Device):
-        return device.index
-    if isinstance(device, int):
-        return device
-    if isinstance(device, str) and device.startswith("ordo:"):
-        return int(device[5:])
-    raise TypeError(f"expected an ordo.Device, an ordinal or None, got {device!r}")
+        index = device.index
+    elif isinstance(device, numbers.Integral) and not isinstance(device, (bool, np.bool_)):
+        index = int(device)
+    elif isinstance(device, str) and device.startswith("ordo:"):
+        if not device[5:].isdecimal():
+            raise ValueError(f"'{device}' is not a device such as 'ordo:0'")
+        index = int(device[5:])
+    else:
+        raise TypeError(f"expected an ordo.Device, an ordinal or None, got {device!r}")
+    if index < 0:
+        count = _C.num_devices()
+        raise ValueError(f"device {index} does not exist: this runtime has {count} devices, 0 to {count - 1} "
+                         "(None is the calling thread's device)")
+    return index
 
 
 def init(num_devices=None):

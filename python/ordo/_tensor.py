@@ -9,29 +9,90 @@ from ._devices import Device, _ordinal
 
 Tensor = _C.Tensor
 
-_SUPPORTED = (np.float32, np.float64, np.int32, np.int64, np.bool_)
+_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.bool_)
 
 
-def _as_array(data, dtype):
-    if isinstance(data, Tensor):
-        data = data.numpy()
-    if dtype is not None:
-        return np.asarray(data, dtype=np.dtype(dtype))
-    if isinstance(data, np.ndarray):
-        return data
+def _ordo_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.type not in _DTYPES:
+        raise TypeError(f"ordo has no dtype {dtype}; use float32, float64, int32, int64 or bool")
+    return dtype
+
+
+def _int_text(value):
+    try:
+        return str(value)
+    except ValueError:  # beyond Python's digit limit for str()
+        return f"of {int(value).bit_length()} bits"
+
+
+def _out_of_bounds(value, dtype):
+    return OverflowError(f"Python integer {_int_text(value)} out of bounds for {np.dtype(dtype)}")
+
+
+def _checked_cast(array, dtype):
+    """Python data, as the array numpy made of it, cast to dtype the way
+    numpy 2 converts Python numbers: integers must fit an integer dtype,
+    floats are truncated into one but NaN and infinities are refused."""
+    if dtype.kind == "i" and array.size and array.dtype.kind in "iubf":
+        info = np.iinfo(dtype)
+        if array.dtype.kind == "f":
+            if np.isnan(array).any():
+                raise ValueError(f"cannot convert float NaN to {dtype}")
+            if np.isinf(array).any():
+                raise OverflowError(f"cannot convert float infinity to {dtype}")
+            # -info.min is a power of two, exact as a float, unlike info.max.
+            bad = array[(np.trunc(array) < info.min) | (np.trunc(array) >= -float(info.min))]
+            if bad.size:
+                raise OverflowError(f"float {bad.flat[0]} out of bounds for {dtype}")
+        else:
+            low, high = int(array.min()), int(array.max())
+            if low < info.min or high > info.max:
+                raise _out_of_bounds(low if low < info.min else high, dtype)
+    return array.astype(dtype, copy=False)
+
+
+def _python_data(data, dtype):
+    """An array of Python data (lists, numbers) for ordo.tensor."""
     array = np.asarray(data)
-    # Python floats make float32 tensors, as in torch.
-    if array.dtype == np.float64:
-        return array.astype(np.float32)
-    return array
+    if array.dtype == object:
+        # Only ints beyond int64 (or no numbers) make numpy hold objects.
+        if dtype is not None and dtype.kind in "fb":
+            return np.asarray(data, dtype=dtype)  # ints of any size convert
+        wide = [v for v in array.flat if isinstance(v, numbers.Integral) and not -2**63 <= v < 2**63]
+        if wide:
+            raise _out_of_bounds(wide[0], dtype or np.int64)
+        return array  # not numbers: from_numpy names the dtype it refuses
+    if array.dtype.kind not in "biuf":
+        return array  # strings, complex: likewise, even with a dtype to cast to
+    if dtype is None:
+        # Python floats make float32 tensors, as in torch; ints beyond int64
+        # (numpy's uint64) are refused, as torch does.
+        dtype = np.dtype(np.float32 if array.dtype == np.float64 else
+                         np.int64 if array.dtype.kind == "u" else array.dtype)
+    return _checked_cast(array, dtype)
 
 
 def tensor(data, dtype=None, device=None):
     """A tensor on `device` (default: the calling thread's) holding a copy of
-    `data`: nested lists, a scalar, a numpy array or another tensor."""
-    array = _as_array(data, dtype)
-    if array.dtype.type not in _SUPPORTED:
-        raise TypeError(f"ordo has no dtype for {array.dtype}; use float32, float64, int32, int64 or bool")
+    `data`: nested lists, a scalar, a numpy array or another tensor.
+
+    Without dtype, Python floats make float32, Python ints int64; a numpy
+    array keeps its dtype, in native byte order whatever its own, and
+    numpy's integer types that ordo lacks are converted exactly: int8,
+    int16, uint8 and uint16 to int32, uint32 to int64, uint64 to int64 when
+    every value fits (else OverflowError). float16, complex, string and
+    object arrays raise TypeError. With dtype, Python numbers convert as in
+    numpy 2 (an int out of the dtype's range raises OverflowError, a NaN into
+    an integer dtype ValueError) and arrays as numpy's astype."""
+    if dtype is not None:
+        dtype = _ordo_dtype(dtype)
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    if isinstance(data, np.ndarray):
+        array = data if dtype is None else data.astype(dtype, copy=False)
+    else:
+        array = _python_data(data, dtype)
     return _C.from_numpy(array, _ordinal(device))
 
 
@@ -54,6 +115,9 @@ def ones(shape, dtype=np.float32, device=None):
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None):
+    """[start, stop) by step, like numpy.arange. The bounds and step must be
+    finite and the step nonzero, and the number of elements must fit int64
+    (ValueError otherwise); integers must fit int64 (OverflowError)."""
     if stop is None:
         start, stop = 0, start
     if dtype is None:
@@ -70,10 +134,6 @@ def rand(shape, seed=0, dtype=np.float32, device=None):
 def randn(shape, seed=0, dtype=np.float32, device=None):
     """Standard normal; the same seed gives the same numbers on every run."""
     return _C.rand_normal(_shape(shape), seed, 0.0, 1.0, np.dtype(dtype), _ordinal(device))
-
-
-def _operand(value, like):
-    return value if isinstance(value, Tensor) else _C.scalar_like(value, like)
 
 
 def _axes(dim):
@@ -121,6 +181,22 @@ def _getitem(self, index):
     return result
 
 
+def _index_select(self, dim, index):
+    """The slices of this tensor along dim that index (a 1-D integer tensor
+    or numpy array) picks. Negative indices count from the end, as in
+    numpy.take (-1 is the last slice); an index outside [-size, size) makes
+    reading the result raise ExecutionError naming it."""
+    return _C.index_select(self, dim, index)
+
+
+def _gather(self, dim, index):
+    """torch.gather: out[i][j] = self[index[i][j]][j] for dim 0; index has
+    this tensor's rank. Negative indices count from the end, as in
+    index_select; one outside [-size, size) makes reading the result raise
+    ExecutionError naming it."""
+    return _C.gather(self, dim, index)
+
+
 def _copy_(self, other):
     """In place: this tensor now holds other's value (broadcast and cast)."""
     if not isinstance(other, Tensor):
@@ -148,11 +224,11 @@ def _install_methods():
         "permute": lambda self, *dims: _C.permute(self, _varargs_shape(dims)),
         "broadcast_to": lambda self, shape: _C.broadcast_to(self, _shape(shape)),
         "astype": lambda self, dtype: _C.cast(self, np.dtype(dtype)),
-        "index_select": lambda self, dim, index: _C.index_select(self, dim, index),
-        "gather": lambda self, dim, index: _C.gather(self, dim, index),
+        "index_select": _index_select,
+        "gather": _gather,
         "matmul": lambda self, other: _C.matmul(self, other),
-        "maximum": lambda self, other: _C.maximum(self, _operand(other, self)),
-        "minimum": lambda self, other: _C.minimum(self, _operand(other, self)),
+        "maximum": lambda self, other: _C.maximum(self, other),
+        "minimum": lambda self, other: _C.minimum(self, other),
         "item": lambda self: self.numpy().item(),
         "tolist": lambda self: self.numpy().tolist(),
         "size": lambda self, dim=None: self.shape if dim is None else self.shape[dim],
@@ -161,6 +237,10 @@ def _install_methods():
         "__len__": lambda self: self.shape[0] if self.ndim else _raise_len(),
         "__repr__": _repr,
         "__array__": lambda self, dtype=None: self.numpy() if dtype is None else self.numpy().astype(dtype),
+        # As torch: numpy's operators defer to the tensor's (array + tensor
+        # is a tensor, not an array), while numpy functions (np.add(array,
+        # tensor), array += tensor) still take the tensor as an array.
+        "__array_priority__": 1000,
         "__bool__": lambda self: bool(self.numpy()),
         "__float__": lambda self: float(self.numpy()),
         "__int__": lambda self: int(self.numpy()),

@@ -42,8 +42,10 @@ class Communicator {
   virtual void clear_device_absent(int device) = 0;
 };
 
-// "all_reduce(sum, scale 0.5) of float32[4] on group [0, 1]", for messages.
+// For messages: "all_reduce(sum, scale 0.5, groups [[0, 1], [2, 3]]) of
+// float32[4]", a group "[0, 1]", groups "[[0, 1], [2, 3]]".
 std::string describe(const CollectiveCall& call);
 std::string describe_group(const std::vector<int>& group);
+std::string describe_groups(const ReplicaGroups& groups);
 
 }  // namespace ordo::comm

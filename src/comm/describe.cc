@@ -12,6 +12,12 @@ std::string describe_group(const std::vector<int>& group) {
   return out.str();
 }
 
+std::string describe_groups(const ReplicaGroups& groups) {
+  std::string out = "[";
+  for (size_t i = 0; i < groups.size(); ++i) out += (i ? ", " : "") + describe_group(groups[i]);
+  return out + ']';
+}
+
 std::string describe(const CollectiveCall& call) {
   const ir::CollectiveAttrs& a = call.attrs;
   std::ostringstream out;
@@ -39,6 +45,9 @@ std::string describe(const CollectiveCall& call) {
     default:
       break;
   }
+  // Partitions that differ must read differently (every op that has
+  // groups has a field before them).
+  if (!a.groups.empty()) out << ", groups " << describe_groups(a.groups);
   out << ") of ";
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     out << (i ? ", " : "") << dtype_name(call.inputs[i]->dtype)

@@ -1,5 +1,8 @@
 #include "ordo/dtype.h"
 
+#include <charconv>
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "ordo/error.h"
@@ -58,6 +61,41 @@ DType Scalar::default_dtype() const {
       return DType::kFloat32;
   }
   return DType::kFloat32;
+}
+
+bool Scalar::fits(DType dtype) const {
+  if (!ordo::is_integral(dtype)) return true;
+  const bool narrow = dtype == DType::kInt32;
+  const int64_t low = narrow ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+  const int64_t high = narrow ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  if (kind_ != Kind::kFloat) return i_ >= low && i_ <= high;
+  // -low is a power of two, so exact in double, unlike high.
+  const double limit = -static_cast<double>(low);
+  const double truncated = std::trunc(d_);
+  return truncated >= -limit && truncated < limit;  // false for NaN
+}
+
+namespace {
+
+// The shortest text that reads back as v (1e+10, 2147483648.5).
+std::string float_text(double v) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), v);
+  return std::string(text, result.ptr);
+}
+
+}  // namespace
+
+void check_fits(std::string_view what, const Scalar& value, DType dtype) {
+  if (value.fits(dtype)) return;
+  const std::string_view type = dtype_name(dtype);
+  if (!value.is_floating()) {
+    throw_error<OutOfRange>(what, ": integer ", value.to_int(), " out of bounds for ", type);
+  }
+  const double v = value.to_double();
+  ORDO_ARG_CHECK(!std::isnan(v), what, ": cannot convert float NaN to ", type);
+  if (std::isinf(v)) throw_error<OutOfRange>(what, ": cannot convert float ", float_text(v), " to ", type);
+  throw_error<OutOfRange>(what, ": float ", float_text(v), " out of bounds for ", type);
 }
 
 }  // namespace ordo

@@ -8,8 +8,12 @@ void throw_error_code(ErrorCode code, const std::string& message) {
       throw InvalidArgument(message);
     case ErrorCode::kDType:
       throw DTypeError(message);
+    case ErrorCode::kOutOfRange:
+      throw OutOfRange(message);
     case ErrorCode::kExecution:
       throw ExecutionError(message);
+    case ErrorCode::kOutOfMemory:
+      throw OutOfMemoryError(message);
     case ErrorCode::kCollective:
       throw CollectiveError(message);
     case ErrorCode::kCollectiveMismatch:

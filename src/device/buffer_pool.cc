@@ -18,9 +18,12 @@ struct SmallBuffers;
 // frees most of what it allocates (the step's intermediates) and, running
 // the next step, allocates it again. That is usually one thread: the
 // worker's, or its driver's when the driver waits for every step (see
-// worker.h). At most 64 KiB per class (64 blocks of 1 KiB), 4 MiB in all.
-// A result freed by its reader goes to the reader's cache.
-using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, 64, 64 * 1024>;
+// worker.h). At most 16 KiB per class and thread (16 blocks of 1 KiB, 4 of
+// 4 KiB); beyond that a thread's blocks go to the depot, at most 64 KiB per
+// class and 4 MiB in all. A result freed by its reader goes to the reader's
+// cache, and through the depot back to the thread that makes results.
+using SmallBlocks = ThreadBlockCache<SmallBuffers, kAlignment, BufferPool::kMaxThreadCachedBytes / kAlignment,
+                                     16 * 1024, 64 * 1024>;
 
 size_t round_up(size_t bytes, size_t multiple) { return (bytes + multiple - 1) / multiple * multiple; }
 
@@ -49,15 +52,15 @@ BufferPool::~BufferPool() {
 }
 
 size_t BufferPool::size_class(size_t bytes) {
-  if (bytes < kMinPooledBytes) return round_up(bytes, kAlignment);
+  if (bytes <= kMaxThreadCachedBytes) return round_up(bytes, kAlignment);
   return round_up(bytes, std::bit_floor(bytes) / 4);
 }
 
 void* BufferPool::allocate(size_t bytes) {
   const size_t size = size_class(bytes == 0 ? 1 : bytes);
-  if (size <= SmallBlocks::kMaxBytes) {
+  if (size <= kMaxThreadCachedBytes) {
     if (void* block = SmallBlocks::take(SmallBlocks::class_of(size))) return block;
-  } else if (size >= kMinPooledBytes) {
+  } else {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(size);
     if (it != free_.end() && !it->second.empty()) {
@@ -72,9 +75,9 @@ void* BufferPool::allocate(size_t bytes) {
 
 void BufferPool::release(void* block, size_t bytes) {
   const size_t size = size_class(bytes == 0 ? 1 : bytes);
-  if (size <= SmallBlocks::kMaxBytes) {
+  if (size <= kMaxThreadCachedBytes) {
     if (SmallBlocks::keep(SmallBlocks::class_of(size), block)) return;
-  } else if (size >= kMinPooledBytes) {
+  } else {
     std::lock_guard<std::mutex> lock(mu_);
     if (cached_ + size <= max_cached_bytes_) {
       free_[size].push_back(block);

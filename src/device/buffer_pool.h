@@ -15,10 +15,13 @@ namespace ordo::device {
 
 class BufferPool {
  public:
-  // Blocks below this size are not pooled: up to 4 KiB each thread keeps
-  // the ones it freed (see thread_block_cache.h), the rest go to the C
-  // library.
-  static constexpr size_t kMinPooledBytes = 64 * 1024;
+  // Blocks of up to this size are kept by the threads that freed them (see
+  // thread_block_cache.h); larger ones are pooled here. Blocks from 4 to 64
+  // KiB were once left to the C library, which gives a 64-byte aligned one
+  // by cutting it out of a larger chunk: a freed block was then too small
+  // to be cut again for the same size, and a loop of 16 KiB buffers on 4
+  // devices left 60 MiB free but unusable in its heaps after 100,000 steps.
+  static constexpr size_t kMaxThreadCachedBytes = 4096;
   // Blocks of at least this size are aligned to (and padded to whole) huge
   // pages of kHugePageBytes, and advised to be backed by them.
   static constexpr size_t kMinHugePageBytes = size_t{4} << 20;
@@ -37,7 +40,9 @@ class BufferPool {
   static BufferPool& global();
 
  private:
-  // Size classes: four per power of two, so a block wastes at most 25%.
+  // Size classes: up to kMaxThreadCachedBytes whole 64-byte lines, above it
+  // four per power of two, so that a block wastes at most 25% and a program
+  // of many sizes pools few classes.
   static size_t size_class(size_t bytes);
 
   std::mutex mu_;

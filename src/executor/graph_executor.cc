@@ -107,8 +107,6 @@ void wait_device_ops() {
 }
 
 void drop_pending_graph(int device) {
-  ORDO_ARG_CHECK(device >= -1, "drop_pending_graph: device ", device,
-                 " does not exist (-1 is the calling thread's device)");
   runtime::Runtime& rt = runtime::get();
   const int ordinal = runtime::resolve_device(device);
   device::Device& dev = rt.device(ordinal);

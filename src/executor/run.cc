@@ -1,5 +1,7 @@
 #include "executor/run.h"
 
+#include <new>
+
 #include "comm/communicator.h"
 #include "ordo/error.h"
 
@@ -40,6 +42,11 @@ size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device
       }
     } catch (const Error& e) {
       failure = step_failure(plan, step, ordinal, e.code(), e.what());
+      return s;
+    } catch (const std::bad_alloc&) {
+      // A failed output buffer says how large it was (OutOfMemoryError above).
+      failure = step_failure(plan, step, ordinal, ErrorCode::kOutOfMemory,
+                             "out of memory: the kernel could not allocate its working space");
       return s;
     } catch (const std::exception& e) {
       failure = step_failure(plan, step, ordinal, ErrorCode::kExecution, e.what());

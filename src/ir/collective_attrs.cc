@@ -54,6 +54,16 @@ CollectiveAttrs decode_collective(const Attrs& attrs) {
   return c;
 }
 
+ReplicaGroups canonical_partition(ReplicaGroups groups, int world_size) {
+  std::sort(groups.begin(), groups.end(),
+            [](const std::vector<int>& a, const std::vector<int>& b) { return a.front() < b.front(); });
+  const bool every_device_in_order =
+      groups.size() == 1 && static_cast<int>(groups[0].size()) == world_size &&
+      std::is_sorted(groups[0].begin(), groups[0].end());
+  if (every_device_in_order) groups.clear();
+  return groups;
+}
+
 std::vector<int> CollectiveAttrs::group_of(int device, int world_size) const {
   for (const auto& group : groups) {
     if (std::find(group.begin(), group.end(), device) != group.end()) return group;

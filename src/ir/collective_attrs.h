@@ -26,6 +26,14 @@ struct CollectiveAttrs {
   std::vector<int> group_of(int device, int world_size) const;
 };
 
+// The one way of writing a partition: the same groups listed in another
+// order are the same partition, so they hash, compare and read the same.
+// Groups are sorted by their first member (groups are disjoint, so first
+// members differ); within a group the order is the rank order and stays. A
+// single group of every device in ordinal order is written as no groups.
+// groups must partition the world_size devices.
+ReplicaGroups canonical_partition(ReplicaGroups groups, int world_size);
+
 Attrs encode(const CollectiveAttrs& attrs);
 CollectiveAttrs decode_collective(const Attrs& attrs);
 

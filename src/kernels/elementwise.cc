@@ -87,17 +87,14 @@ struct Absolute {
   }
 };
 
-// Integer power by repeated squaring, wrapping on overflow like numpy. A
-// negative exponent gives the truncated real result, as torch does: 1 for
-// base 1, ±1 for base -1, and 0 for every other base (0 included, where
-// numpy would raise).
+// A negative integer exponent has no integer result (torch truncates 2**-1
+// to 0): the graph fails, as numpy raises, whatever the base.
+[[noreturn]] void throw_negative_exponent(int64_t base, int64_t exponent);
+
+// Integer power by repeated squaring, wrapping on overflow like numpy.
 template <typename T>
 T integer_pow(T base, T exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exponent & 1) ? -1 : 1;
-    return 0;
-  }
+  if (exponent < 0) throw_negative_exponent(base, exponent);
   using U = std::make_unsigned_t<T>;
   U result = 1;
   U factor = static_cast<U>(base);
@@ -304,6 +301,11 @@ void run_elementwise(const KernelArgs& args) {
   }
   ORDO_CHECK_EQ(args.inputs.size(), 3u, ": the inputs of ", ir::op_name(kOp));
   return run_rows<3>(args, fn);
+}
+
+void throw_negative_exponent(int64_t base, int64_t exponent) {
+  throw_error<ExecutionError>("integers to negative integer powers are not allowed (", base, " ** ", exponent,
+                              "); cast to a float dtype first");
 }
 
 }  // namespace

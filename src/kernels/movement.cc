@@ -101,7 +101,9 @@ void run<OpKind::kSlice>(const KernelArgs& args) {
   const int64_t step = args.attrs.ints[2];
   Strides strides = contiguous_strides(in.shape);
   const int64_t offset = start * strides[axis];
-  strides[axis] *= step;
+  // A step past the end (0:n:INT64_MAX takes one element) would overflow
+  // the stride; with one element along the axis the stride is never used.
+  if (args.output_types[0].shape[axis] > 1) strides[axis] *= step;
   copy_strided(in, make_output(args), std::move(strides), offset);
 }
 

@@ -57,6 +57,7 @@ void check_reduce(std::string_view what, ReduceType reduce, DType dtype, double 
 struct Traced {
   int world;
   size_t group_size;  // of the calling device's group
+  ReplicaGroups groups;  // canonical: what the node records
 };
 
 // Checks the inputs and groups; returns where the collective runs.
@@ -72,7 +73,7 @@ Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
   for (const auto& group : groups) {
     if (std::find(group.begin(), group.end(), ordinal) != group.end()) group_size = group.size();
   }
-  return {world, group_size};
+  return {world, group_size, ir::canonical_partition(groups, world)};
 }
 
 lazy::Tensors record(OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
@@ -88,6 +89,30 @@ std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {
   return out;
 }
 
+// XLA's rule: each device is the source of at most one pair and the
+// target of at most one.
+void check_pairs(const std::vector<std::pair<int, int>>& pairs, int world) {
+  constexpr size_t kNone = ~size_t{0};
+  std::vector<size_t> pair_from(static_cast<size_t>(world), kNone);  // by source
+  std::vector<size_t> pair_to(static_cast<size_t>(world), kNone);    // by target
+  auto pair_text = [&pairs](size_t i) {
+    return str_cat("[", pairs[i].first, ", ", pairs[i].second, "]");
+  };
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto [source, target] = pairs[i];
+    ORDO_ARG_CHECK(source >= 0 && source < world && target >= 0 && target < world,
+                   "collective_permute: pair ", pair_text(i), " is out of range for world size ", world);
+    ORDO_ARG_CHECK(pair_from[source] == kNone, "collective_permute: device ", source,
+                   " is the source of more than one pair: ", pair_text(pair_from[source]), " and ",
+                   pair_text(i));
+    ORDO_ARG_CHECK(pair_to[target] == kNone, "collective_permute: device ", target,
+                   " is the target of more than one pair: ", pair_text(pair_to[target]), " and ",
+                   pair_text(i));
+    pair_from[source] = i;
+    pair_to[target] = i;
+  }
+}
+
 // A dimension of x that splits into `parts` equal pieces.
 int64_t splittable_dim(std::string_view what, const Tensor& x, int64_t dim, int64_t parts,
                        std::string_view name) {
@@ -95,6 +120,16 @@ int64_t splittable_dim(std::string_view what, const Tensor& x, int64_t dim, int6
   ORDO_ARG_CHECK(x.shape()[d] % parts == 0, what, ": ", name, " ", d, " of shape ",
                  shape_to_string(x.shape()), " does not split into ", parts, " equal parts");
   return d;
+}
+
+// Dimension dim of a collective's result: the input's size there times the
+// group size, which int64 must hold.
+int64_t gathered_dim(std::string_view what, const Tensor& x, int64_t dim, int64_t parts) {
+  int64_t size = 0;
+  ORDO_ARG_CHECK(!__builtin_mul_overflow(x.shape()[dim], parts, &size), what, ": dimension ", dim,
+                 " of the result would be ", x.shape()[dim], " (of shape ", shape_to_string(x.shape()),
+                 ") times the group size ", parts, ", more than int64 can hold (", INT64_MAX, ")");
+  return size;
 }
 
 }  // namespace
@@ -124,7 +159,7 @@ namespace {
 
 lazy::Tensors all_reduce_of(ReduceType reduce, std::span<const Tensor* const> inputs, double scale,
                             const ReplicaGroups& groups) {
-  prepare("all_reduce", inputs, groups, false);
+  Traced at = prepare("all_reduce", inputs, groups, false);
   ir::ValueTypes outputs;
   outputs.reserve(inputs.size() + 1);  // and the token's
   for (const Tensor* t : inputs) {
@@ -134,7 +169,7 @@ lazy::Tensors all_reduce_of(ReduceType reduce, std::span<const Tensor* const> in
   ir::CollectiveAttrs attrs;
   attrs.reduce = reduce;
   attrs.scale = scale;
-  attrs.groups = groups;
+  attrs.groups = std::move(at.groups);
   return record(OpKind::kAllReduce, inputs, std::move(outputs), std::move(attrs));
 }
 
@@ -159,20 +194,20 @@ void all_reduce_inplace(ReduceType reduce, std::vector<Tensor>& inputs, double s
 
 Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups) {
   const Tensor* in[] = {&input};
-  const Traced at = prepare("all_gather", in, groups, true);
+  Traced at = prepare("all_gather", in, groups, true);
   ORDO_ARG_CHECK(input.dim() >= 1, "all_gather: the input must have rank >= 1");
   ir::CollectiveAttrs attrs;
   attrs.dim0 = lazy::normalize_axis("all_gather", dim, input.dim());
-  attrs.groups = groups;
+  attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] *= static_cast<int64_t>(at.group_size);
+  shape[attrs.dim0] = gathered_dim("all_gather", input, attrs.dim0, static_cast<int64_t>(at.group_size));
   return record(OpKind::kAllGather, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
 Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int64_t scatter_dim,
                       int64_t shard_count, const ReplicaGroups& groups) {
   const Tensor* in[] = {&input};
-  const Traced at = prepare("reduce_scatter", in, groups, true);
+  Traced at = prepare("reduce_scatter", in, groups, true);
   check_reduce("reduce_scatter", reduce, input.dtype(), scale);
   ORDO_ARG_CHECK(input.dim() >= 1, "reduce_scatter: the input must have rank >= 1");
   ORDO_ARG_CHECK(shard_count == static_cast<int64_t>(at.group_size),
@@ -182,7 +217,7 @@ Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int6
   attrs.reduce = reduce;
   attrs.scale = scale;
   attrs.dim0 = splittable_dim("reduce_scatter", input, scatter_dim, shard_count, "scatter_dim");
-  attrs.groups = groups;
+  attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
   shape[attrs.dim0] /= shard_count;
   return record(OpKind::kReduceScatter, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
@@ -191,46 +226,44 @@ Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int6
 Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_dimension,
                   int64_t split_count, const ReplicaGroups& groups) {
   const Tensor* in[] = {&input};
-  const Traced at = prepare("all_to_all", in, groups, true);
+  Traced at = prepare("all_to_all", in, groups, true);
   ORDO_ARG_CHECK(input.dim() >= 1, "all_to_all: the input must have rank >= 1");
   ORDO_ARG_CHECK(split_count == static_cast<int64_t>(at.group_size), "all_to_all: split_count ",
                  split_count, " must equal the group size ", at.group_size);
   ir::CollectiveAttrs attrs;
   attrs.dim0 = splittable_dim("all_to_all", input, split_dimension, split_count, "split_dimension");
   attrs.dim1 = lazy::normalize_axis("all_to_all", concat_dimension, input.dim());
-  attrs.groups = groups;
+  attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
   shape[attrs.dim0] /= split_count;
-  shape[attrs.dim1] *= split_count;
+  // Splitting a 0 leaves the count at 0 while this dimension still grows.
+  shape[attrs.dim1] = attrs.dim0 == attrs.dim1 ? input.shape()[attrs.dim1]
+                                               : gathered_dim("all_to_all", input, attrs.dim1, split_count);
   return record(OpKind::kAllToAll, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
 Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs) {
   const Tensor* in[] = {&input};
   const Traced at = prepare("collective_permute", in, {}, false);
-  std::vector<int> targeted(static_cast<size_t>(at.world), 0);
-  for (const auto& [source, target] : pairs) {
-    ORDO_ARG_CHECK(source >= 0 && source < at.world && target >= 0 && target < at.world,
-                   "collective_permute: pair [", source, ", ", target,
-                   "] is out of range for world size ", at.world);
-    ORDO_ARG_CHECK(++targeted[target] == 1, "collective_permute: device ", target,
-                   " is the target of more than one pair");
-  }
+  check_pairs(pairs, at.world);
   ir::CollectiveAttrs attrs;
   attrs.pairs = pairs;
+  // The same pairs in another order are the same permutation (sources are
+  // distinct): sorted, they hash and compare the same.
+  std::sort(attrs.pairs.begin(), attrs.pairs.end());
   return record(OpKind::kCollectivePermute, in, {{input.dtype(), input.shape()}}, std::move(attrs)).front();
 }
 
 void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const ReplicaGroups& groups) {
   const std::vector<const Tensor*> in = pointers(tensors);
-  const Traced at = prepare("collective_broadcast", in, groups, false);
+  Traced at = prepare("collective_broadcast", in, groups, false);
   ORDO_ARG_CHECK(root_ordinal >= 0 && root_ordinal < at.world, "collective_broadcast: root ",
                  root_ordinal, " does not exist (world size ", at.world, ")");
   ir::ValueTypes outputs;
   for (const Tensor& t : tensors) outputs.push_back({t.dtype(), t.shape()});
   ir::CollectiveAttrs attrs;
   attrs.dim0 = root_ordinal;
-  attrs.groups = groups;
+  attrs.groups = std::move(at.groups);
   const lazy::Tensors results = record(OpKind::kCollectiveBroadcast, in, std::move(outputs), std::move(attrs));
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(results[i]);
 }

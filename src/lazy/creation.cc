@@ -1,7 +1,10 @@
 // Tensors made from host data, constants, ranges and seeded random numbers.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numbers>
+#include <string>
+#include <utility>
 
 #include "device/buffer.h"
 #include "lazy/trace.h"
@@ -10,9 +13,14 @@
 namespace ordo {
 namespace {
 
-void check_shape(std::string_view what, const Shape& shape) {
-  for (int64_t d : shape) {
-    ORDO_ARG_CHECK(d >= 0, what, ": negative dimension in shape ", shape_to_string(shape));
+// Tensors made here on the calling thread: a failed allocation names the
+// op and the device, as the executor does for the ones made when graphs run.
+std::shared_ptr<device::Buffer> allocate_on(std::string_view what, int ordinal, DType dtype,
+                                            const Shape& shape) {
+  try {
+    return device::allocate_buffer(dtype, shape);
+  } catch (const OutOfMemoryError& e) {
+    throw_error<OutOfMemoryError>(what, " on device ", ordinal, ": ", e.what());
   }
 }
 
@@ -23,6 +31,37 @@ ir::Attrs scalar_attrs(std::initializer_list<Scalar> values) {
     attrs.reals.push_back(v.to_double());
   }
   return attrs;
+}
+
+std::string scalar_to_string(Scalar value) {
+  return value.is_floating() ? str_cat(value.to_double()) : str_cat(value.to_int());
+}
+
+[[noreturn]] void refuse_range(Scalar start, Scalar stop, Scalar step, const std::string& count) {
+  throw_error<InvalidArgument>("arange: [", scalar_to_string(start), ", ", scalar_to_string(stop),
+                               ") by step ", scalar_to_string(step), " has ", count,
+                               " elements, more than int64 can hold (", INT64_MAX, ")");
+}
+
+// numpy's ceil((stop - start) / step) for finite numbers and a nonzero step,
+// refused past int64. Exact for integers, whose difference a double would
+// round (from 2^60 to 2^60 + 3 would be empty).
+int64_t range_length(Scalar start, Scalar stop, Scalar step) {
+  if (!start.is_floating() && !stop.is_floating() && !step.is_floating()) {
+    // Their magnitudes fit uint64: the span's is below 2^64, the step's at least 1.
+    const __int128 span = static_cast<__int128>(stop.to_int()) - start.to_int();
+    const __int128 by = step.to_int();
+    if ((span > 0) != (by > 0) || span == 0) return 0;
+    const auto distance = static_cast<uint64_t>(span > 0 ? span : -span);
+    const auto stride = static_cast<uint64_t>(by > 0 ? by : -by);
+    const uint64_t count = distance / stride + (distance % stride != 0);
+    if (count > static_cast<uint64_t>(INT64_MAX)) refuse_range(start, stop, step, str_cat(count));
+    return static_cast<int64_t>(count);
+  }
+  const double span = (stop.to_double() - start.to_double()) / step.to_double();
+  // 2^63 is exact in double; a span below it has a ceiling below it too.
+  if (span >= 9223372036854775808.0) refuse_range(start, stop, step, str_cat(span));
+  return span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
 }
 
 // splitmix64 of (seed, counter): element i's random bits depend only on the
@@ -42,11 +81,11 @@ double unit_uniform(uint64_t seed, uint64_t counter) {
 template <typename Sample, typename Clamp>
 Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device,
                      Sample sample, Clamp clamp_below) {
-  check_shape(what, shape);
+  checked_shape_size(what, shape, dtype);
   ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be float32 or float64, got ",
                    dtype_name(dtype));
   const int ordinal = runtime::resolve_device(device);
-  auto buffer = device::allocate_buffer(dtype, shape);
+  auto buffer = allocate_on(what, ordinal, dtype, shape);
   for (int64_t i = 0; i < buffer->numel; ++i) {
     const double value = sample(static_cast<uint64_t>(i));
     if (dtype == DType::kFloat32) {
@@ -58,12 +97,25 @@ Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int
   return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
 }
 
+// Integer ranges step exactly in int64 and are stored in dtype: the first
+// and the last value must both fit (the values between lie between them).
+void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype) {
+  check_fits("arange", start, dtype);
+  // In 128 bits: (length - 1) * step may pass int64 on the way to a last
+  // value that fits (from INT64_MIN by INT64_MAX).
+  const __int128 last = static_cast<__int128>(start.to_int()) + static_cast<__int128>(length - 1) * step.to_int();
+  if (last < std::numeric_limits<int64_t>::min() || last > std::numeric_limits<int64_t>::max()) {
+    throw_error<OutOfRange>("arange: the last value of the range is out of bounds for ", dtype_name(dtype));
+  }
+  check_fits("arange", static_cast<int64_t>(last), dtype);
+}
+
 }  // namespace
 
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
-  check_shape("from_host", shape);
+  checked_shape_size("from_host", shape, dtype);
   const int ordinal = runtime::resolve_device(device);
-  auto buffer = device::allocate_buffer(dtype, shape);
+  auto buffer = allocate_on("from_host", ordinal, dtype, shape);
   if (buffer->nbytes() != 0) std::memcpy(buffer->storage.get(), data, buffer->nbytes());
   if (dtype == DType::kBool) {
     // Kernels rely on bools being exactly 0 or 1.
@@ -74,7 +126,7 @@ Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) 
 }
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, int device) {
-  check_shape("full", shape);
+  check_fits("full", value, dtype);
   return lazy::trace_leaf(ir::OpKind::kFull, runtime::resolve_device(device), {dtype, shape},
                           scalar_attrs({value}));
 }
@@ -84,12 +136,16 @@ Tensor ones(const Shape& shape, DType dtype, int device) { return full(shape, 1,
 
 Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
   ORDO_DTYPE_CHECK(dtype != DType::kBool, "arange: dtype bool is not a range type");
+  const std::pair<const char*, Scalar> numbers[] = {{"start", start}, {"stop", stop}, {"step", step}};
+  for (const auto& [name, value] : numbers) {
+    ORDO_ARG_CHECK(std::isfinite(value.to_double()), "arange: ", name, " must be finite, got ",
+                   value.to_double());
+  }
   ORDO_ARG_CHECK(step.to_double() != 0.0, "arange: step must not be zero");
   ORDO_ARG_CHECK(is_floating(dtype) || (!start.is_floating() && !step.is_floating()),
                  "arange: an integer range needs integer start and step");
-  const double span = (stop.to_double() - start.to_double()) / step.to_double();
-  ORDO_ARG_CHECK(std::isfinite(span), "arange: start, stop and step must be finite");
-  const int64_t length = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
+  const int64_t length = range_length(start, stop, step);
+  if (is_integral(dtype) && length > 0) check_integer_range(start, step, length, dtype);
   return lazy::trace_leaf(ir::OpKind::kArange, runtime::resolve_device(device), {dtype, {length}},
                           scalar_attrs({start, step}));
 }

@@ -121,12 +121,16 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   return lazy::trace1(OpKind::kWhere, {&c, &ca, &cb}, {type, std::move(shape)});
 }
 
-Tensor scalar_like(Scalar value, const Tensor& other) {
-  const DType type = defined("scalar operand", other).dtype();
-  DType dtype = value.default_dtype();
-  if (value.is_bool() || (value.is_integral() && type != DType::kBool) || is_floating(type)) {
-    dtype = type;
+DType scalar_dtype(Scalar value, DType other) {
+  if (value.is_bool() || (value.is_integral() && other != DType::kBool) || is_floating(other)) {
+    return other;
   }
+  return value.default_dtype();
+}
+
+Tensor scalar_like(Scalar value, const Tensor& other) {
+  const DType dtype = scalar_dtype(value, defined("scalar operand", other).dtype());
+  check_fits("scalar operand", value, dtype);
   return full({}, value, dtype, other.device());
 }
 

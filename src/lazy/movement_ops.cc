@@ -24,7 +24,6 @@ int common_device(std::string_view what, std::initializer_list<const Tensor*> in
 Tensor reshape(const Tensor& x, const Shape& shape) {
   common_device("reshape", {&x});
   Shape out = shape;
-  int64_t known = 1;
   auto inferred = out.end();
   for (auto it = out.begin(); it != out.end(); ++it) {
     if (*it == -1) {
@@ -33,15 +32,20 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       continue;
     }
     ORDO_ARG_CHECK(*it >= 0, "reshape: invalid dimension ", *it, " in ", shape_to_string(shape));
-    known *= *it;
   }
   if (inferred != out.end()) {
-    ORDO_ARG_CHECK(known != 0 && x.numel() % known == 0, "reshape: cannot infer -1 in ",
+    // The other dimensions must divide the count; a product past int64 does not.
+    int64_t known = 1;
+    bool overflow = false;
+    for (auto it = out.begin(); it != out.end(); ++it) {
+      if (it != inferred) overflow = overflow || __builtin_mul_overflow(known, *it, &known);
+    }
+    ORDO_ARG_CHECK(!overflow && known != 0 && x.numel() % known == 0, "reshape: cannot infer -1 in ",
                    shape_to_string(shape), " for ", x.numel(), " elements");
     *inferred = x.numel() / known;
-    known *= *inferred;
   }
-  ORDO_ARG_CHECK(known == x.numel(), "reshape: shape ", shape_to_string(shape), " holds ", known,
+  const int64_t count = checked_shape_size("reshape", out, x.dtype()).numel;
+  ORDO_ARG_CHECK(count == x.numel(), "reshape: shape ", shape_to_string(shape), " holds ", count,
                  " elements, the tensor ", shape_to_string(x.shape()), " has ", x.numel());
   return lazy::trace1(OpKind::kReshape, {&x}, {x.dtype(), std::move(out)});
 }
@@ -92,14 +96,21 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   DType type = xs[0].dtype();
   Shape out = xs[0].shape();
   out[a] = 0;
+  bool overflow = false;
   for (const Tensor& x : xs) {
     Shape expected = x.shape();
     ORDO_ARG_CHECK(x.dim() == xs[0].dim(), "concat: tensors of rank ", xs[0].dim(), " and ", x.dim());
     expected[a] = xs[0].shape()[a];
     ORDO_ARG_CHECK(expected == xs[0].shape(), "concat: shapes ", shape_to_string(xs[0].shape()),
                    " and ", shape_to_string(x.shape()), " differ outside axis ", a);
-    out[a] += x.shape()[a];
+    overflow = overflow || __builtin_add_overflow(out[a], x.shape()[a], &out[a]);
     type = promote_types(type, x.dtype());
+  }
+  if (overflow) {
+    std::vector<int64_t> sizes;
+    for (const Tensor& x : xs) sizes.push_back(x.shape()[a]);
+    throw_error<InvalidArgument>("concat: dimension ", a, " of the result would be the sum of the inputs' sizes ",
+                                 shape_to_string(sizes), ", more than int64 can hold (", INT64_MAX, ")");
   }
   std::vector<Tensor> cast_inputs;
   for (const Tensor& x : xs) cast_inputs.push_back(cast(x, type));
@@ -111,9 +122,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   common_device("broadcast_to", {&x});
-  for (int64_t d : shape) {
-    ORDO_ARG_CHECK(d >= 0, "broadcast_to: negative dimension in ", shape_to_string(shape));
-  }
+  checked_shape_size("broadcast_to", shape, x.dtype());
   ORDO_ARG_CHECK(x.dim() <= static_cast<int64_t>(shape.size()) &&
                      lazy::broadcast_shapes("broadcast_to", x.shape(), shape) == shape,
                  "broadcast_to: cannot broadcast ", shape_to_string(x.shape()), " to ",

@@ -12,6 +12,10 @@ std::shared_ptr<TensorImpl> make_tensor_impl(DType dtype, const Shape& shape, in
   return std::allocate_shared<TensorImpl>(SmallBlockAllocator<TensorImpl>{}, dtype, shape, device, generation);
 }
 
+void check_output(ir::OpKind op, const ir::ValueType& type) {
+  if (!type.is_token) checked_shape_size(ir::op_name(op), type.shape, type.dtype);
+}
+
 }  // namespace
 
 ir::Value value_of(TensorImpl& tensor) {
@@ -36,6 +40,7 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
 
 Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
               ir::Attrs attrs, bool chain_token) {
+  for (const ir::ValueType& type : outputs) check_output(op, type);
   const int device = inputs.front()->impl()->device;
   runtime::Runtime& rt = runtime::get();
   DeviceGraph& graph = rt.graph(device);
@@ -85,6 +90,7 @@ Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::Va
 }
 
 Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs) {
+  check_output(op, output);
   runtime::Runtime& rt = runtime::get();
   DeviceGraph& graph = rt.graph(device);
   auto impl = make_tensor_impl(output.dtype, output.shape, device, rt.generation());

@@ -27,7 +27,9 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs);
 using Tensors = std::vector<Tensor, SmallBlockAllocator<Tensor>>;
 
 // Records op over the inputs and returns one tensor per non-token output.
-// Inputs must have passed common_device. With chain_token the node also
+// Inputs must have passed common_device. Every output shape passes
+// checked_shape_size (named by the op) before anything is recorded, so no
+// builder can make a shape whose counts overflow. With chain_token the node also
 // takes the device's cc token (a fresh leaf if the slot is empty) as its last
 // operand, and its token output becomes the slot's new token, all under one
 // hold of the graph mutex.
@@ -38,7 +40,8 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
 Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::ValueType output,
               ir::Attrs attrs = {});
 
-// Records an op without inputs (full, arange) on device (already resolved).
+// Records an op without inputs (full, arange) on device (already resolved);
+// its shape is checked like trace's.
 Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs);
 
 // A tensor holding existing device data.

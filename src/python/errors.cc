@@ -3,10 +3,15 @@
 namespace ordo::python {
 
 // Only this layer turns ordo errors into Python exceptions: bad arguments
-// are ValueError (TypeError for dtypes); failures while graphs run are
-// ExecutionError, with the CollectiveError family for collectives.
+// are ValueError (TypeError for dtypes, OverflowError for numbers out of
+// range); failures while graphs run are ExecutionError, with the
+// CollectiveError family for collectives and OutOfMemoryError (also a
+// MemoryError) for allocations.
 void bind_errors(py::module_& m) {
   static py::exception<ExecutionError> execution(m, "ExecutionError", PyExc_RuntimeError);
+  // Also a MemoryError, which is what Python code catches for memory.
+  static py::exception<OutOfMemoryError> out_of_memory(
+      m, "OutOfMemoryError", py::make_tuple(execution, py::handle(PyExc_MemoryError)));
   static py::exception<CollectiveError> collective(m, "CollectiveError", execution.ptr());
   static py::exception<CollectiveMismatchError> mismatch(m, "CollectiveMismatchError", collective.ptr());
   static py::exception<CollectiveTimeoutError> timeout(m, "CollectiveTimeoutError", collective.ptr());
@@ -15,6 +20,8 @@ void bind_errors(py::module_& m) {
       if (error) std::rethrow_exception(error);
     } catch (const DTypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const OutOfRange& e) {
+      PyErr_SetString(PyExc_OverflowError, e.what());
     } catch (const InvalidArgument& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const CollectiveMismatchError& e) {
@@ -23,6 +30,8 @@ void bind_errors(py::module_& m) {
       PyErr_SetString(timeout.ptr(), e.what());
     } catch (const CollectiveError& e) {
       PyErr_SetString(collective.ptr(), e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(out_of_memory.ptr(), e.what());
     } catch (const ExecutionError& e) {
       PyErr_SetString(execution.ptr(), e.what());
     } catch (const InternalError& e) {

@@ -87,7 +87,8 @@ void Runtime::tell_after_queue(int index, std::function<void(comm::Communicator&
 
 void Runtime::check_device(int index) const {
   ORDO_ARG_CHECK(index >= 0 && index < num_devices(), "device ", index, " does not exist: this ",
-                 topology_.process_count() == 1 ? "runtime" : "process", " has ", num_devices(), " devices");
+                 topology_.process_count() == 1 ? "runtime" : "process", " has ", num_devices(), " devices, 0 to ",
+                 num_devices() - 1);
 }
 
 Runtime& get() {
@@ -100,7 +101,10 @@ Runtime& get() {
 
 int resolve_device(int device) {
   Runtime& rt = get();
-  int ordinal = device < 0 ? t_current_device : device;
+  ORDO_ARG_CHECK(device >= kCurrentDevice, "device ", device, " does not exist: this runtime has ",
+                 rt.num_devices(), " devices, 0 to ", rt.num_devices() - 1, " (", kCurrentDevice,
+                 " is the calling thread's device)");
+  int ordinal = device == kCurrentDevice ? t_current_device : device;
   rt.check_device(ordinal);
   return ordinal;
 }

@@ -54,7 +54,9 @@ class Runtime {
 
 // The running runtime, started from ORDO_NUM_DEVICES if needed.
 Runtime& get();
-// A device argument: < 0 means the calling thread's current device.
+// A device argument: kCurrentDevice means the calling thread's current
+// device; any other that does not exist is an InvalidArgument.
+inline constexpr int kCurrentDevice = -1;
 int resolve_device(int device);
 
 }  // namespace ordo::runtime

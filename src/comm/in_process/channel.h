@@ -43,7 +43,7 @@
 //   the thread that runs the member's device's tasks, one at a time (the
 //   worker thread or a waiting thread, ordered by the worker's mutex: see
 //   worker.h); Member::joined and Member::done are written by it and read
-//   by peers.
+//   by peers (and, to say what the member does, by waiters elsewhere).
 // - Order: InProcessCommunicator::channels_mu_, then mu, then GoneDevices.
 #pragma once
 
@@ -132,6 +132,7 @@ class Channel {
   const std::vector<int>& group() const { return group_; }
   size_t size() const { return group_.size(); }
   Member& member(size_t rank) { return members_[rank]; }
+  const Member& member(size_t rank) const { return members_[rank]; }
   Slot& slot_of(int64_t sequence) { return slots_[static_cast<size_t>(sequence % kSlots)]; }
   // Whether a slot in this state serves collective #sequence.
   static bool serves(uint64_t state, int64_t sequence) {

@@ -80,35 +80,47 @@ std::span<const std::byte* const> staged_of(const Participant& p) {
 }  // namespace
 
 InProcessCommunicator::InProcessCommunicator(int world_size)
-    : world_size_(world_size), routes_(static_cast<size_t>(world_size)) {}
+    : world_size_(world_size),
+      routes_(static_cast<size_t>(world_size)),
+      progress_(static_cast<size_t>(world_size)) {}
 
-InProcessCommunicator::Route InProcessCommunicator::open_route(const std::vector<int>& group, int device) {
+const Partition* InProcessCommunicator::partition_locked(const ReplicaGroups& groups) {
+  std::unique_ptr<Partition>& partition = partitions_[groups];
+  if (!partition) partition = std::make_unique<Partition>(Partition{groups, describe_groups(groups)});
+  return partition.get();
+}
+
+InProcessCommunicator::Route InProcessCommunicator::open_route(const ReplicaGroups& groups, int device) {
+  // Equal partitions written differently share one Partition, so that
+  // peers compare them by pointer; the world is one group of every device.
+  ReplicaGroups canonical = ir::canonical_partition(groups, world_size_);
+  if (canonical.empty()) {
+    canonical.emplace_back(static_cast<size_t>(world_size_));
+    std::iota(canonical[0].begin(), canonical[0].end(), 0);
+  }
   std::lock_guard<std::mutex> lock(channels_mu_);
-  std::unique_ptr<Channel>& channel = channels_[group];
-  if (!channel) channel = std::make_unique<Channel>(group);
-  const auto rank = std::find(group.begin(), group.end(), device) - group.begin();
-  return {channel.get(), static_cast<size_t>(rank)};
+  const Partition* partition = partition_locked(canonical);
+  for (const std::vector<int>& group : partition->groups) {
+    const auto member = std::find(group.begin(), group.end(), device);
+    if (member == group.end()) continue;
+    std::unique_ptr<Channel>& channel = channels_[group];
+    if (!channel) channel = std::make_unique<Channel>(group);
+    return {channel.get(), static_cast<size_t>(member - group.begin()), partition};
+  }
+  throw_error<InternalError>("device ", device, " is in no replica group");
 }
 
 InProcessCommunicator::Route InProcessCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {
   DeviceRoutes& routes = routes_[static_cast<size_t>(device)];
   if (attrs.groups.empty()) {
-    if (routes.world.channel == nullptr) {
-      std::vector<int> everyone(static_cast<size_t>(world_size_));
-      std::iota(everyone.begin(), everyone.end(), 0);
-      routes.world = open_route(everyone, device);
-    }
+    if (routes.world.channel == nullptr) routes.world = open_route({}, device);
     return routes.world;
   }
-  for (const std::vector<int>& group : attrs.groups) {
-    if (std::find(group.begin(), group.end(), device) == group.end()) continue;
-    for (const Route& route : routes.groups) {
-      if (route.channel->group() == group) return route;
-    }
-    routes.groups.push_back(open_route(group, device));
-    return routes.groups.back();
+  for (const auto& [groups, route] : routes.partitions) {
+    if (groups == attrs.groups) return route;
   }
-  throw_error<InternalError>("device ", device, " is in no replica group");
+  routes.partitions.emplace_back(attrs.groups, open_route(attrs.groups, device));
+  return routes.partitions.back().second;
 }
 
 void InProcessCommunicator::run(const CollectiveCall& call) {
@@ -116,8 +128,10 @@ void InProcessCommunicator::run(const CollectiveCall& call) {
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
+  const int64_t number = progress_[static_cast<size_t>(call.device)].start(
+      {call.op, route.partition, &channel, sequence});
   Slot& slot = channel.slot_of(sequence);
-  const Participant me{channel, slot, sequence, route.rank, call, gone_};
+  const Participant me{channel, slot, sequence, route.rank, call, gone_, number, *route.partition, progress_};
   DoneMark done(me);
   // The seat is free once every member is done with the slot's earlier
   // collective: known in the steady state, else waited for.
@@ -133,7 +147,7 @@ void InProcessCommunicator::run(const CollectiveCall& call) {
     arrived = channel.arrive(slot);
   }
   const uint64_t state = *arrived;
-  if (gone_.any() && !SlotState::failed(state)) fail_if_member_gone(me);
+  if (gone_.any() && !SlotState::failed(state)) fail_if_member_gone_or_elsewhere(me);
   if (SlotState::failed(state) || !wait_for_arrivals(me)) channel.failure_of(slot).raise();
   // Everyone arrived here, so everyone is done with every earlier collective.
   member.done_through = sequence - 1;
@@ -156,6 +170,7 @@ void InProcessCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& at
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
+  progress_[static_cast<size_t>(device)].start({op, route.partition, &channel, sequence});
   member.joined.store(sequence, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(channel.mu);

@@ -9,12 +9,14 @@
 //   InProcessCommunicator comm(2);
 //   comm.run(call);  // on each device's worker, with that device's call
 //
-// Locking: channels_mu_ guards channels_ (a channel, once made, lives as
-// long as the communicator). routes_[d] is used only by whoever runs
-// device d's tasks, the only caller of run and abandon for d: its worker
-// thread or a thread waiting for d, one at a time, ordered by the worker's
-// mutex (worker.h). Order: channels_mu_
-// before Channel::mu (channel.h), before GoneDevices (gone_devices.h).
+// Locking: channels_mu_ guards channels_ and partitions_ (a channel or a
+// partition, once made, lives as long as the communicator; a partition
+// never changes). routes_[d] is used only by whoever runs device d's
+// tasks, the only caller of run and abandon for d: its worker thread or a
+// thread waiting for d, one at a time, ordered by the worker's mutex
+// (worker.h). It alone writes progress_[d], which waiters read
+// (progress.h). Order: channels_mu_ before Channel::mu (channel.h), before
+// GoneDevices (gone_devices.h).
 #pragma once
 
 #include <map>
@@ -25,6 +27,7 @@
 #include "comm/communicator.h"
 #include "comm/in_process/channel.h"
 #include "comm/in_process/gone_devices.h"
+#include "comm/in_process/progress.h"
 
 namespace ordo::comm {
 
@@ -42,29 +45,36 @@ class InProcessCommunicator : public Communicator {
   void clear_device_absent(int device) override;
 
  private:
-  // A device's way into the channel of one of its groups.
+  // A device's way into the channel of its group in one partition.
   struct Route {
     Channel* channel = nullptr;
     size_t rank = 0;  // the device's position in the group
+    const Partition* partition = nullptr;
   };
   // The routes one device has used, found without a lock or an allocation.
   struct alignas(64) DeviceRoutes {
-    Route world;                // no replica groups: every device
-    std::vector<Route> groups;  // explicit replica groups
+    Route world;  // no replica groups: every device
+    // By the replica groups as the attributes give them.
+    std::vector<std::pair<ReplicaGroups, Route>> partitions;
   };
 
   Route route_for(const ir::CollectiveAttrs& attrs, int device);
   // After a device was declared gone: sleepers check for gone devices
   // under their channel's mutex.
   void wake_every_channel();
-  // The channel of group (made on first use) and device's rank in it.
-  Route open_route(const std::vector<int>& group, int device);
+  // The channel of device's group in groups (a partition; empty: the
+  // world), made on first use, and device's rank in it.
+  Route open_route(const ReplicaGroups& groups, int device);
+  // The one Partition of groups (channels_mu_ held).
+  const Partition* partition_locked(const ReplicaGroups& groups);
 
   const int world_size_;
   GoneDevices gone_;
   std::mutex channels_mu_;
   std::map<std::vector<int>, std::unique_ptr<Channel>> channels_;
-  std::vector<DeviceRoutes> routes_;  // by device
+  std::map<ReplicaGroups, std::unique_ptr<Partition>> partitions_;  // by canonical groups
+  std::vector<DeviceRoutes> routes_;      // by device
+  std::vector<DeviceProgress> progress_;  // by device
 };
 
 }  // namespace ordo::comm

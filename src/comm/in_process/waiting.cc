@@ -1,12 +1,13 @@
 #include "comm/in_process/waiting.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <utility>
 
+#include "comm/in_process/missing_members.h"
 #include "ordo/collectives.h"
 
 namespace ordo::comm {
@@ -64,38 +65,6 @@ class Sleep {
   std::unique_lock<std::mutex> lock_;
 };
 
-// The members that have not joined p's collective, for messages.
-std::string missing_members(const Participant& p) {
-  std::ostringstream out;
-  const char* separator = "";
-  for (size_t rank = 0; rank < p.channel.size(); ++rank) {
-    if (rank == p.rank || p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) {
-      continue;
-    }
-    out << separator << p.channel.group()[rank];
-    separator = ", ";
-  }
-  return out.str();
-}
-
-// The first member that has not joined p's collective and is gone.
-std::optional<device::Failure> gone_member_failure(const Participant& p) {
-  if (!p.gone.any()) return std::nullopt;
-  for (size_t rank = 0; rank < p.channel.size(); ++rank) {
-    if (rank == p.rank || p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) {
-      continue;
-    }
-    const int device = p.channel.group()[rank];
-    if (std::optional<std::string> reason = p.gone.reason(device)) {
-      return device::Failure{
-          ErrorCode::kCollective,
-          str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
-                  " cannot complete: device ", device, " is gone (", *reason, ")")};
-    }
-  }
-  return std::nullopt;
-}
-
 void warn(const Participant& p, double waited_seconds) {
   std::fprintf(stderr, "ordo: device %d has waited %g s in %s #%lld on group %s; missing devices: %s\n",
                p.call.device, waited_seconds, describe(p.call).c_str(),
@@ -106,9 +75,26 @@ void warn(const Participant& p, double waited_seconds) {
 device::Failure timeout_failure(const Participant& p, double timeout_seconds) {
   return {ErrorCode::kCollectiveTimeout,
           str_cat("device ", p.call.device, " waited ", timeout_seconds, " s in ", describe(p.call), " #",
-                  p.sequence, " on group ", describe_group(p.channel.group()),
-                  "; devices that never arrived: ", missing_members(p))};
+                  p.sequence, " on group ", describe_group(p.channel.group()), " (its collective #", p.number,
+                  "); missing devices: ", missing_members(p))};
 }
+
+// When a sleeping waiter looks at the members it waits for again: nothing
+// wakes it when one of them goes to another channel (peers never look at
+// each other's channels on the fast path), so it looks after a
+// millisecond, then at doubling intervals up to a tenth of a second.
+class LookAgain {
+ public:
+  Clock::time_point next() {
+    const Clock::time_point at = Clock::now() + interval_;
+    interval_ = std::min(2 * interval_, kLongest);
+    return at;
+  }
+
+ private:
+  static constexpr Clock::duration kLongest = std::chrono::milliseconds(100);
+  Clock::duration interval_ = std::chrono::milliseconds(1);
+};
 
 // The warning and timeout schedule of one slow wait, which starts when
 // the spin gives up.
@@ -141,18 +127,23 @@ std::optional<device::Failure> wait_until_open(const Participant& p) {
   auto open = [&p, done_through] { return p.channel.open(p.slot, p.sequence, done_through); };
   if (spin_until(open)) return std::nullopt;
   Deadlines deadlines;
+  LookAgain look_again;
   Sleep sleep(p.channel);
+  auto join_failed = [&p](device::Failure failure) {
+    p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
+    p.channel.join_failed_locked(p.sequence, p.rank, failure);
+    return failure;
+  };
   while (!p.channel.open(p.slot, p.sequence, done_through, /*locked=*/true)) {
-    // Nobody can have joined yet: a gone member never will.
-    if (std::optional<device::Failure> gone = gone_member_failure(p)) return gone;
-    deadlines.warn_if_due(p);
-    if (deadlines.timed_out()) {
-      device::Failure failure = timeout_failure(p, deadlines.timeout_seconds());
-      p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
-      p.channel.join_failed_locked(p.sequence, p.rank, failure);
+    if (std::optional<device::Failure> failure = missing_member_failure(p)) {
+      // Nobody can have joined yet: a gone member never will. A member
+      // that went elsewhere might, and must then fail too.
+      if (failure->code == ErrorCode::kCollectiveMismatch) return join_failed(std::move(*failure));
       return failure;
     }
-    sleep.until(deadlines.next());
+    deadlines.warn_if_due(p);
+    if (deadlines.timed_out()) return join_failed(timeout_failure(p, deadlines.timeout_seconds()));
+    sleep.until(std::min(deadlines.next(), look_again.next()));
   }
   return std::nullopt;
 }
@@ -165,11 +156,12 @@ bool wait_for_arrivals(const Participant& p) {
   };
   if (!spin_until(done)) {
     Deadlines deadlines;
+    LookAgain look_again;
     Sleep sleep(p.channel);
     while (!done()) {
       if (p.channel.has_pending()) p.channel.apply_pending_locked(p.slot);
-      if (std::optional<device::Failure> gone = gone_member_failure(p)) {
-        p.channel.fail_locked(p.slot, std::move(*gone));
+      if (std::optional<device::Failure> failure = missing_member_failure(p)) {
+        p.channel.fail_locked(p.slot, std::move(*failure));
         continue;
       }
       deadlines.warn_if_due(p);
@@ -177,7 +169,7 @@ bool wait_for_arrivals(const Participant& p) {
         p.channel.fail_locked(p.slot, timeout_failure(p, deadlines.timeout_seconds()));
         continue;
       }
-      sleep.until(deadlines.next());
+      sleep.until(std::min(deadlines.next(), look_again.next()));
     }
   }
   return !SlotState::failed(p.slot.state.load(std::memory_order_acquire));
@@ -190,11 +182,11 @@ void wait_until_all_done(const Participant& p) {
   while (!done()) sleep.until(Clock::now() + std::chrono::seconds(1));
 }
 
-void fail_if_member_gone(const Participant& p) {
+void fail_if_member_gone_or_elsewhere(const Participant& p) {
   std::lock_guard<std::mutex> lock(p.channel.mu);
   if (p.channel.has_pending()) p.channel.apply_pending_locked(p.slot);
-  if (std::optional<device::Failure> gone = gone_member_failure(p)) {
-    p.channel.fail_locked(p.slot, std::move(*gone));
+  if (std::optional<device::Failure> failure = missing_member_failure(p)) {
+    p.channel.fail_locked(p.slot, std::move(*failure));
   }
 }
 

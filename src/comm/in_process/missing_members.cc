@@ -1,0 +1,124 @@
+#include "comm/in_process/missing_members.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ordo::comm {
+namespace {
+
+using Snapshot = DeviceProgress::Snapshot;
+
+// The members of p's group that have not joined p's collective, by rank.
+std::vector<size_t> missing_ranks(const Participant& p) {
+  std::vector<size_t> missing;
+  for (size_t rank = 0; rank < p.channel.size(); ++rank) {
+    if (rank == p.rank || p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) {
+      continue;
+    }
+    missing.push_back(rank);
+  }
+  return missing;
+}
+
+// "all_reduce #3 on group [0, 1]"
+std::string describe_entry(const ProgressEntry& entry) {
+  return str_cat(ir::op_name(entry.op), " #", entry.sequence, " on group ", describe_group(entry.channel->group()));
+}
+
+// Whether device has not left the collective of entry yet.
+bool still_in(const ProgressEntry& entry, int device) {
+  const std::vector<int>& group = entry.channel->group();
+  const auto rank = static_cast<size_t>(std::find(group.begin(), group.end(), device) - group.begin());
+  return entry.channel->member(rank).done.load(std::memory_order_acquire) < entry.sequence;
+}
+
+// What a device's record shows it doing.
+std::string doing(const Participant& p, const Snapshot& seen, int device) {
+  if (!seen.latest) return "has not reached a collective yet";
+  const int64_t number = seen.started - 1;
+  if (seen.latest->channel == &p.channel && seen.latest->sequence == p.sequence) return "is arriving here";
+  if (still_in(*seen.latest, device)) {
+    return str_cat("is waiting in ", describe_entry(*seen.latest), ", its collective #", number);
+  }
+  return str_cat("has not reached a collective since its collective #", number, " (",
+                 describe_entry(*seen.latest), ")");
+}
+
+// A mismatch, if the record of the member of rank (device) shows that its
+// collective #p.number is not p's: that number is on another partition,
+// or it went past it (too far to see it) on another partition without
+// joining p's. A member behind p may still come, and one whose #p.number
+// is on p's partition but elsewhere in p's channel means the channel is
+// out of step after a failure, not that the programs differ.
+std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, int device,
+                                             const Snapshot& seen) {
+  const Partition* partition = nullptr;
+  std::string theirs;
+  if (seen.wanted) {
+    const ProgressEntry& entry = *seen.wanted;
+    // On its way here: the meeting compares the ops, partitions included.
+    if (entry.channel == &p.channel && entry.sequence == p.sequence) return std::nullopt;
+    if (entry.partition == &p.partition) return std::nullopt;
+    partition = entry.partition;
+    theirs = describe_entry(entry);
+  } else {
+    if (seen.started <= p.number || seen.latest->partition == &p.partition) return std::nullopt;
+    // It may have joined after the look that found it missing (the record
+    // was read after that look, and its join came before its later records).
+    if (p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) return std::nullopt;
+    partition = seen.latest->partition;
+    theirs = str_cat("past its collective #", p.number, " without joining it: it is at its collective #",
+                     seen.started - 1, ", ", describe_entry(*seen.latest));
+  }
+  return device::Failure{
+      ErrorCode::kCollectiveMismatch,
+      str_cat("collective mismatch at collective #", p.number, " of devices ", p.call.device, " and ", device,
+              ": device ", p.call.device, " runs ", describe(p.call), " #", p.sequence, " on group ",
+              describe_group(p.channel.group()), ", but device ", device, " runs ", theirs, ": replica groups ",
+              p.partition.text, " against ", partition->text)};
+}
+
+std::optional<device::Failure> gone_failure(const Participant& p, int device, const Snapshot& seen) {
+  std::optional<std::string> reason = p.gone.reason(device);
+  if (!reason) return std::nullopt;
+  const std::string when =
+      seen.latest ? str_cat("after its collective #", seen.started - 1, " (", describe_entry(*seen.latest), ")")
+                  : std::string("before any collective");
+  return device::Failure{ErrorCode::kCollective,
+                         str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
+                                 " cannot complete: device ", device, " is gone (", *reason, "), ", when)};
+}
+
+}  // namespace
+
+std::optional<device::Failure> missing_member_failure(const Participant& p) {
+  const std::vector<size_t> missing = missing_ranks(p);
+  std::vector<Snapshot> seen;
+  seen.reserve(missing.size());
+  // A mismatch first: a device that went elsewhere and then returned from
+  // its function is also gone, but the mismatch is why it is not here.
+  for (size_t rank : missing) {
+    const int device = p.channel.group()[rank];
+    seen.push_back(p.progress[static_cast<size_t>(device)].read(p.number));
+    if (std::optional<device::Failure> mismatch = mismatch_with(p, rank, device, seen.back())) return mismatch;
+  }
+  if (!p.gone.any()) return std::nullopt;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    if (std::optional<device::Failure> gone = gone_failure(p, p.channel.group()[missing[i]], seen[i])) return gone;
+  }
+  return std::nullopt;
+}
+
+std::string missing_members(const Participant& p) {
+  std::string out;
+  for (size_t rank : missing_ranks(p)) {
+    const int device = p.channel.group()[rank];
+    const Snapshot seen = p.progress[static_cast<size_t>(device)].read(p.number);
+    std::string what = doing(p, seen, device);
+    if (std::optional<std::string> reason = p.gone.reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
+    out += str_cat(out.empty() ? "" : ", ", device, " (", what, ")");
+  }
+  return out;
+}
+
+}  // namespace ordo::comm
