@@ -321,7 +321,7 @@ class Conformance : public ::testing::TestWithParam<Param> {
   template <typename T>
   void broadcast_case(DType dtype, int64_t count, int root, const ReplicaGroups& groups) {
     ir::CollectiveAttrs attrs;
-    attrs.dim0 = root;
+    attrs.root = root;
     attrs.groups = groups;
     std::vector<DevicePart> parts(world_);
     for (int d = 0; d < world_; ++d) {

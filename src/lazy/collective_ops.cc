@@ -197,10 +197,10 @@ Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups)
   Traced at = prepare("all_gather", in, groups, true);
   ORDO_ARG_CHECK(input.dim() >= 1, "all_gather: the input must have rank >= 1");
   ir::CollectiveAttrs attrs;
-  attrs.dim0 = lazy::normalize_axis("all_gather", dim, input.dim());
+  attrs.dim = lazy::normalize_axis("all_gather", dim, input.dim());
   attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] = gathered_dim("all_gather", input, attrs.dim0, static_cast<int64_t>(at.group_size));
+  shape[attrs.dim] = gathered_dim("all_gather", input, attrs.dim, static_cast<int64_t>(at.group_size));
   return record(OpKind::kAllGather, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -216,10 +216,10 @@ Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int6
   ir::CollectiveAttrs attrs;
   attrs.reduce = reduce;
   attrs.scale = scale;
-  attrs.dim0 = splittable_dim("reduce_scatter", input, scatter_dim, shard_count, "scatter_dim");
+  attrs.dim = splittable_dim("reduce_scatter", input, scatter_dim, shard_count, "scatter_dim");
   attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] /= shard_count;
+  shape[attrs.dim] /= shard_count;
   return record(OpKind::kReduceScatter, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -231,14 +231,14 @@ Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_d
   ORDO_ARG_CHECK(split_count == static_cast<int64_t>(at.group_size), "all_to_all: split_count ",
                  split_count, " must equal the group size ", at.group_size);
   ir::CollectiveAttrs attrs;
-  attrs.dim0 = splittable_dim("all_to_all", input, split_dimension, split_count, "split_dimension");
-  attrs.dim1 = lazy::normalize_axis("all_to_all", concat_dimension, input.dim());
+  attrs.dim = splittable_dim("all_to_all", input, split_dimension, split_count, "split_dimension");
+  attrs.concat_dim = lazy::normalize_axis("all_to_all", concat_dimension, input.dim());
   attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] /= split_count;
+  shape[attrs.dim] /= split_count;
   // Splitting a 0 leaves the count at 0 while this dimension still grows.
-  shape[attrs.dim1] = attrs.dim0 == attrs.dim1 ? input.shape()[attrs.dim1]
-                                               : gathered_dim("all_to_all", input, attrs.dim1, split_count);
+  shape[attrs.concat_dim] = attrs.dim == attrs.concat_dim ? input.shape()[attrs.concat_dim]
+                                               : gathered_dim("all_to_all", input, attrs.concat_dim, split_count);
   return record(OpKind::kAllToAll, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -262,7 +262,7 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const 
   ir::ValueTypes outputs;
   for (const Tensor& t : tensors) outputs.push_back({t.dtype(), t.shape()});
   ir::CollectiveAttrs attrs;
-  attrs.dim0 = root_ordinal;
+  attrs.root = root_ordinal;
   attrs.groups = std::move(at.groups);
   const lazy::Tensors results = record(OpKind::kCollectiveBroadcast, in, std::move(outputs), std::move(attrs));
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(results[i]);
