@@ -115,4 +115,11 @@ void mark_device_failed(int device, const std::string& reason);
 void mark_device_absent(int device, const std::string& reason);
 void clear_device_absent(int device);
 
+// Interrupts what device has queued so far (Python's Ctrl-C does this for
+// the devices its main thread waits for): each of its collectives that
+// waits, for its peers or for its slot, fails at once with CollectiveError
+// naming reason, on the device and on every peer of that collective; the
+// rest of its work runs as usual, and graphs queued later are not affected.
+void interrupt_device(int device, const std::string& reason);
+
 }  // namespace ordo

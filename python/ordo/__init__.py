@@ -73,7 +73,10 @@ def drop_pending_graph(device=None):
 
 
 def wait_device_ops(devices=()):
-    """Waits until the given devices (default: all) ran everything submitted."""
+    """Waits until the given devices (default: all) ran everything submitted.
+    Ctrl-C meanwhile (as while reading a value) raises KeyboardInterrupt
+    within a second, and the collectives those devices had queued fail for
+    them and their peers instead of waiting (ordo._C.interrupt_device)."""
     if not devices:
         _C.wait_all_device_ops()
         return

@@ -128,7 +128,13 @@ def spawn(fn, args=(), nprocs=None):
     for a collective or rendezvous it never joined fails promptly too. A
     spawn of every device returns once the devices ran what their calls
     queued. With nprocs below the number of devices, collectives over every
-    device wait for the missing ones: give them replica groups."""
+    device wait for the missing ones: give them replica groups.
+
+    Ctrl-C while spawn waits declares every spawned device failed (until
+    shutdown) and interrupts what it queued: the threads' collectives and
+    rendezvous fail at once with CollectiveError naming the interrupt.
+    spawn gives the threads half a second to end, then raises the
+    KeyboardInterrupt, with a note of what their calls raised."""
     count = _C.num_devices() if nprocs is None else int(nprocs)
     if not 1 <= count <= _C.num_devices():
         raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")
@@ -158,10 +164,20 @@ def spawn(fn, args=(), nprocs=None):
             _exchange.fail_device(index, reason)
 
     threads = [threading.Thread(target=run, args=(i,), name=f"ordo-device-{i}") for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    except BaseException as interrupt:  # Ctrl-C, or what another signal handler raised
+        _stop_spawned_threads(threads, interrupt, same_runtime)
+        with lock:
+            raised = ", ".join(f"ordinal {index}: {type(error).__name__}"
+                               for _, index, error in sorted(errors, key=lambda e: e[0]))
+        running = [index for index, thread in enumerate(threads) if thread.is_alive()]
+        interrupt.add_note(f"ordo.spawn was interrupted; the devices' calls raised: {raised or 'nothing'}"
+                           + (f"; still running: ordinals {running}" if running else ""))
+        raise
     # The devices may be driven again: as ordo::spawn, a spawn of every
     # device first lets them run what they queued, so that every wait their
     # absence decides ends (with fewer, a queued collective may need a device
@@ -184,3 +200,37 @@ def spawn(fn, args=(), nprocs=None):
         error.add_note(f"raised by the spawn function of ordinal {index}")
         raise error
     return results
+
+
+# How long an interrupted spawn waits for its threads to end (their waits in
+# ordo fail at once) before it raises: KeyboardInterrupt stays prompt even
+# if a thread is busy in code of its own.
+_STOP_GRACE_SECONDS = 0.5
+
+
+def _stop_spawned_threads(threads, interrupt, same_runtime):
+    """The main thread was interrupted while spawn waited for its threads:
+    each spawned device is declared failed and interrupted, so that every
+    collective and rendezvous its thread waits in, now or later, fails at
+    once for it and for its peers, naming the interrupt. Then the threads
+    get a moment to end, so that the interpreter need not wait for them at
+    exit; a second Ctrl-C meanwhile counts as the same interrupt."""
+    reason = (f"the main thread was interrupted by {type(interrupt).__name__} while ordo.spawn waited "
+              "for the devices' threads")
+    # Every device first, so that each thread, failing, finds them all failed
+    # for this reason rather than for its peers' failures.
+    for index in range(len(threads)):
+        _exchange.fail_device(index, reason)
+        if same_runtime():
+            _C.mark_device_failed(index, reason)
+    _exchange.interrupt(range(len(threads)), reason)
+    if same_runtime():
+        for index in range(len(threads)):
+            _C.interrupt_device(index, reason)
+    deadline = time.monotonic() + _STOP_GRACE_SECONDS
+    for thread in threads:
+        while thread.ident is not None and thread.is_alive() and time.monotonic() < deadline:
+            try:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            except KeyboardInterrupt:
+                pass

@@ -3,9 +3,11 @@
 Devices are threads of this process, so an exchange is a meeting place in
 memory: each participant leaves its payload under (tag, round) and waits
 until every participant has. A participant that waits past the collective
-timeout, or whose peer's spawn function raised or returned, gets a
-CollectiveError instead of waiting forever."""
+timeout, or whose peer's spawn function raised or returned, or whose
+meeting another participant left on Ctrl-C, gets a CollectiveError instead
+of waiting forever."""
 
+import os
 import pickle
 import threading
 import time
@@ -14,24 +16,26 @@ import time
 from . import _C
 
 _lock = threading.Condition()
-_meetings = {}  # (tag, participants) -> _Meeting; guarded by _lock
+_meetings = {}  # (tag, participants, round) -> _Meeting; guarded by _lock
 _rounds = {}  # (tag, participants, ordinal) -> next round; guarded by _lock
 _failed = {}  # ordinal -> reason; guarded by _lock
 _absent = {}  # ordinal -> reason, while nothing drives it; guarded by _lock
 
 
 class _Meeting:
-    __slots__ = ("payloads", "taken")
+    __slots__ = ("payloads", "taken", "failure")
 
     def __init__(self):
         self.payloads = {}
         self.taken = 0
+        self.failure = None  # why it can never complete: a participant was interrupted
 
 
 def fail_device(ordinal, reason):
-    """Wakes every exchange waiting for ordinal: they raise CollectiveError."""
+    """Wakes every exchange waiting for ordinal: they raise CollectiveError.
+    The first reason given for a device is the one reported."""
     with _lock:
-        _failed[ordinal] = reason
+        _failed.setdefault(ordinal, reason)
         _lock.notify_all()
 
 
@@ -40,6 +44,18 @@ def mark_absent(ordinal, reason):
     device for now (its spawn function returned)."""
     with _lock:
         _absent[ordinal] = reason
+        _lock.notify_all()
+
+
+def interrupt(ordinals, reason):
+    """Fails every meeting that one of ordinals waits in: all its
+    participants raise CollectiveError naming reason (an interrupted spawn
+    does this for its devices)."""
+    with _lock:
+        for (tag, participants, _), meeting in _meetings.items():
+            waiting = [d for d in ordinals if d in meeting.payloads]
+            if waiting and meeting.failure is None and len(meeting.payloads) < len(participants):
+                meeting.failure = f"rendezvous '{tag}' cannot complete: device {waiting[0]} was interrupted: {reason}"
         _lock.notify_all()
 
 
@@ -55,6 +71,18 @@ def reset():
         _rounds.clear()
         _failed.clear()
         _absent.clear()
+
+
+def _after_fork_in_child():
+    """A forked child has only the thread that forked, and a lock another
+    thread held stays held: its exchange starts afresh, as its runtime
+    does."""
+    global _lock
+    _lock = threading.Condition()
+    reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def rendezvous(tag, payload=b"", replicas=()):
@@ -75,31 +103,45 @@ def rendezvous(tag, payload=b"", replicas=()):
         meeting = _meetings.setdefault(key, _Meeting())
         meeting.payloads[me] = payload
         _lock.notify_all()
-        start = time.monotonic()
-        warned = False
-        while len(meeting.payloads) < len(participants):
-            gone = [d for d in participants
-                    if (d in _failed or d in _absent) and d not in meeting.payloads]
-            if gone:
-                reason = _failed.get(gone[0]) or _absent[gone[0]]
-                raise _C.CollectiveError(f"rendezvous '{tag}': device {gone[0]} is gone ({reason})")
-            waited = time.monotonic() - start
-            if waited >= timeout_seconds:
-                missing = [d for d in participants if d not in meeting.payloads]
-                raise _C.CollectiveTimeoutError(
-                    f"device {me} waited {timeout_seconds} s in rendezvous '{tag}'; "
-                    f"devices that never arrived: {missing}")
-            if not warned and waited >= warn_seconds:
-                missing = [d for d in participants if d not in meeting.payloads]
-                print(f"ordo: device {me} has waited {warn_seconds} s in rendezvous '{tag}'; "
-                      f"missing devices: {missing}", flush=True)
-                warned = True
-            _lock.wait(timeout=min(0.1, max(0.0, timeout_seconds - waited)))
+        try:
+            _wait_for_participants(tag, me, participants, meeting, warn_seconds, timeout_seconds)
+        except _C.CollectiveError:
+            raise
+        except BaseException as interrupt:  # Ctrl-C in the main thread: the others must not wait
+            meeting.failure = (f"rendezvous '{tag}' cannot complete: device {me} was interrupted by "
+                               f"{type(interrupt).__name__} while it waited")
+            _lock.notify_all()
+            raise
         result = [meeting.payloads[d] for d in participants]
         meeting.taken += 1
         if meeting.taken == len(participants):
             del _meetings[key]
         return result
+
+
+def _wait_for_participants(tag, me, participants, meeting, warn_seconds, timeout_seconds):
+    """Until every participant left its payload (with _lock held)."""
+    start = time.monotonic()
+    warned = False
+    while len(meeting.payloads) < len(participants):
+        if meeting.failure:
+            raise _C.CollectiveError(meeting.failure)
+        gone = [d for d in participants if (d in _failed or d in _absent) and d not in meeting.payloads]
+        if gone:
+            reason = _failed.get(gone[0]) or _absent[gone[0]]
+            raise _C.CollectiveError(f"rendezvous '{tag}': device {gone[0]} is gone ({reason})")
+        waited = time.monotonic() - start
+        if waited >= timeout_seconds:
+            missing = [d for d in participants if d not in meeting.payloads]
+            raise _C.CollectiveTimeoutError(
+                f"device {me} waited {timeout_seconds:g} s in rendezvous '{tag}'; "
+                f"devices that never arrived: {missing}")
+        if not warned and waited >= warn_seconds:
+            missing = [d for d in participants if d not in meeting.payloads]
+            print(f"ordo: device {me} has waited {warn_seconds:g} s in rendezvous '{tag}'; "
+                  f"missing devices: {missing}", flush=True)
+            warned = True
+        _lock.wait(timeout=min(0.1, max(0.0, timeout_seconds - waited)))
 
 
 def _to_host(value):

@@ -40,6 +40,12 @@ class Communicator {
   virtual uint64_t absence_epoch(int device) = 0;
   virtual void mark_device_absent(int device, const std::string& reason, uint64_t epoch) = 0;
   virtual void clear_device_absent(int device) = 0;
+  // Interrupts device's waits: every collective of device that waits, now
+  // or later, for its peers or for its slot fails with reason, on device
+  // and on the peers of that collective, until end_interrupt(device, id)
+  // with the id this returned.
+  virtual uint64_t interrupt(int device, const std::string& reason) = 0;
+  virtual void end_interrupt(int device, uint64_t id) = 0;
 };
 
 // For messages: "all_reduce(sum, scale 0.5, groups [[0, 1], [2, 3]]) of

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "comm/timeouts.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"
 
@@ -54,3 +55,10 @@ void set_collective_timeouts(CollectiveTimeouts timeouts) {
 }
 
 }  // namespace ordo
+
+namespace ordo::comm {
+
+void lock_timeouts_for_fork() { g_mu.lock(); }
+void unlock_timeouts_after_fork() { g_mu.unlock(); }
+
+}  // namespace ordo::comm

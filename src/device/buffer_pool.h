@@ -36,6 +36,9 @@ class BufferPool {
   // bytes is what allocate was asked for.
   void release(void* block, size_t bytes);
   size_t cached_bytes();
+  // Held around fork() (runtime/fork.cc): a child finds the pool whole.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
 
   static BufferPool& global();
 

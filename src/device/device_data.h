@@ -4,9 +4,15 @@
 //
 // Locking: state_ publishes buffer_ and failure_. They are written once, before
 // state_ leaves kPending (release), and read only after seeing that (acquire).
+// A waiter counts itself in sleepers_ before it sleeps on state_ (a futex)
+// and the fulfiller looks at sleepers_ after its change (both seq_cst): one
+// of them sees the other, so no wake-up is lost, and a value nobody waits
+// for costs no system call.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -43,12 +49,19 @@ class DeviceData {
   bool is_dropped() const { return dropped_; }
   // Blocks until done; rethrows the failure if the producing graph failed.
   const std::shared_ptr<const Buffer>& wait() const;
+  // Blocks until done or deadline; returns is_done().
+  bool wait_until(std::chrono::steady_clock::time_point deadline) const;
 
  private:
   static constexpr int kPending = 0, kReady = 1, kFailed = 2;
+  // Sleeps while pending, for at most `timeout` (null: no limit).
+  void sleep_while_pending(const std::timespec* timeout) const;
+  void wake_sleepers();
+
   const DType dtype_;
   const Shape shape_;
   std::atomic<int> state_{kPending};
+  mutable std::atomic<int> sleepers_{0};
   bool dropped_ = false;  // set before the value is shared
   std::shared_ptr<const Buffer> buffer_;
   Failure failure_;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include "core/interrupt.h"
 #include "device/cpu_placement.h"
 
 namespace ordo::device {
@@ -32,20 +33,38 @@ void Worker::submit(std::function<void()> task) {
 void Worker::drain() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    while (may_take_task()) run_front(lock);
+    while (may_take_task() && !interrupted()) run_front(lock);
     if (queue_.empty() && !running_task_) return;
-    // Another thread runs a task; it reports when the queue is empty.
-    idle_cv_.wait(lock);
+    if (interrupted()) {
+      hand_back_to_worker_thread();
+      lock.unlock();
+      throw_interrupted("wait_device_ops");
+    }
+    // Another thread runs a task; it reports when the queue is empty. An
+    // interruptible waiter looks at its check now and then, without mu_.
+    if (!has_interrupt_check()) {
+      idle_cv_.wait(lock);
+      continue;
+    }
+    idle_cv_.wait_until(lock, interrupt_poll_deadline(std::chrono::steady_clock::time_point::max()));
+    lock.unlock();
+    poll_interrupt();
+    lock.lock();
   }
 }
 
 bool Worker::help_until(const std::function<bool()>& done) {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!done() && may_take_task()) run_front(lock);
+  // An interrupted waiter stops helping after the task it ran.
+  while (!done() && may_take_task() && !interrupted()) run_front(lock);
+  hand_back_to_worker_thread();
+  return done();
+}
+
+void Worker::hand_back_to_worker_thread() {
   // The worker thread may have been woken for a task this thread took, and
   // gone back to sleep: wake it for what this thread leaves.
   if (may_take_task()) wake_.notify_one();
-  return done();
 }
 
 void Worker::run_front(std::unique_lock<std::mutex>& lock) {

@@ -32,16 +32,20 @@ class Worker {
   void submit(std::function<void()> task);
   // Blocks until every task submitted before the call has run, running
   // queued tasks on the calling thread while the worker thread runs none.
+  // On a thread with an interrupt check (core/interrupt.h), throws
+  // ExecutionError once the check said so, after the task it runs.
   void drain();
   // Runs queued tasks on the calling thread while the worker thread runs
-  // none, until done() holds or nothing is queued; returns done(). The
-  // worker thread goes on with whatever is left. done() is called with the
-  // worker's lock held: a cheap check that does not use the worker.
+  // none, until done() holds, nothing is queued or the thread's interrupt
+  // check said so; returns done(). The worker thread goes on with whatever
+  // is left. done() is called with the worker's lock held: a cheap check
+  // that does not use the worker.
   bool help_until(const std::function<bool()>& done);
 
  private:
   void loop(int cpu);
   bool may_take_task() const { return !running_task_ && !queue_.empty(); }
+  void hand_back_to_worker_thread();  // mu_ held
   // Runs the front task with mu_ released; lock holds mu_ before and after.
   void run_front(std::unique_lock<std::mutex>& lock);
 

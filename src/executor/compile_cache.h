@@ -23,6 +23,9 @@ class CompileCache {
   void insert(uint64_t key, std::shared_ptr<const ExecutionPlan> plan);
   CompileCacheStats stats();
   void reset(int64_t capacity);
+  // Held around fork() (runtime/fork.cc): a child finds the cache whole.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
 
  private:
   using Entry = std::pair<uint64_t, std::shared_ptr<const ExecutionPlan>>;

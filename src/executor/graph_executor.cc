@@ -1,5 +1,6 @@
 #include "executor/graph_executor.h"
 
+#include "core/interrupt.h"
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
 #include "executor/run.h"
@@ -86,6 +87,12 @@ std::shared_ptr<const device::Buffer> wait_for_value(const lazy::TensorImpl& ten
   device::Worker& worker = runtime::get().device(tensor.device).worker();
   const std::shared_ptr<device::DeviceData> data = materialize(tensor);
   if (!data->is_done()) worker.help_until([&data] { return data->is_done(); });
+  // An interruptible waiter (core/interrupt.h) wakes now and then to look
+  // at its check; the worker thread runs what it left.
+  while (has_interrupt_check() && !data->is_done()) {
+    if (poll_interrupt()) throw_interrupted(str_cat("reading a value of device ", tensor.device));
+    data->wait_until(interrupt_poll_deadline(std::chrono::steady_clock::time_point::max()));
+  }
   return data->wait();
 }
 

@@ -95,8 +95,10 @@ void run_plan(const ExecutionPlan& plan,
   }
   if (failure) {
     abandon_collectives(plan, first_unreached, device, *failure);
-    for (const auto& result : results) result->fail(*failure);
+    // Recorded before any result fails: a reader woken by a failed result
+    // may call mark_step at once, which must report the failure.
     device.record_failure(*failure);
+    for (const auto& result : results) result->fail(*failure);
     return;
   }
   for (size_t i = 0; i < results.size(); ++i) results[i]->fulfil(slots[plan.result_slots[i]]);

@@ -124,6 +124,24 @@ struct Wrapping {
   }
 };
 
+// + and * of floats, with the NaN of a NaN first operand: when both are
+// NaN, x86 returns the first source operand's, but which operand is first
+// is the compiler's choice for commutative ops, and it chose differently in
+// a loop's vector body and its scalar tail, so the bits depended on where a
+// row ended (fused tiles, a broadcasting walk's rows). op(a, a) is a's NaN,
+// quieted, in either order. (- and / cannot be swapped.)
+template <typename Op>
+struct Commutative {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return Op{}(a, std::isnan(a) ? a : b);
+    } else {
+      return wrapping(a, b, Op{});
+    }
+  }
+};
+
 // static_cast where it is well defined. Otherwise: to bool means != 0, and
 // float to int truncates toward zero but clamps to the int range and maps
 // NaN to 0, where static_cast would be undefined behaviour.
@@ -337,11 +355,11 @@ RowFn row_fn(OpKind op, DType operand, DType result) {
     case OpKind::kCast:
       return cast_row(operand, result);
     case OpKind::kAdd:
-      return same_type_row<2, Wrapping<std::plus<>>>(NumericTypes{}, result);
+      return same_type_row<2, Commutative<std::plus<>>>(NumericTypes{}, result);
     case OpKind::kSub:
       return same_type_row<2, Wrapping<std::minus<>>>(NumericTypes{}, result);
     case OpKind::kMul:
-      return same_type_row<2, Wrapping<std::multiplies<>>>(NumericTypes{}, result);
+      return same_type_row<2, Commutative<std::multiplies<>>>(NumericTypes{}, result);
     case OpKind::kDiv:
       return same_type_row<2, std::divides<>>(FloatingTypes{}, result);
     case OpKind::kPow:

@@ -6,13 +6,31 @@
 
 namespace ordo::lazy {
 
+namespace {
+
+std::mutex g_lists_mu;
+// Never destroyed (see Lifetime); a deque never moves its elements.
+std::deque<PendingList>* const g_lists = new std::deque<PendingList>();  // guarded by g_lists_mu
+
+}  // namespace
+
 PendingList& PendingList::for_device(int ordinal) {
-  static std::mutex mu;
-  // Never destroyed (see Lifetime); a deque never moves its elements.
-  static auto* lists = new std::deque<PendingList>();
-  std::lock_guard<std::mutex> lock(mu);
-  while (lists->size() <= static_cast<size_t>(ordinal)) lists->emplace_back();
-  return (*lists)[static_cast<size_t>(ordinal)];
+  std::lock_guard<std::mutex> lock(g_lists_mu);
+  while (g_lists->size() <= static_cast<size_t>(ordinal)) g_lists->emplace_back();
+  return (*g_lists)[static_cast<size_t>(ordinal)];
+}
+
+void PendingList::lock_all_for_fork() {
+  g_lists_mu.lock();
+  for (PendingList& list : *g_lists) list.mu_.lock();
+}
+
+void PendingList::unlock_all_after_fork(bool in_child) {
+  for (PendingList& list : *g_lists) {
+    list.mu_.unlock();
+    if (in_child) list.clear();
+  }
+  g_lists_mu.unlock();
 }
 
 void PendingList::add(TensorImpl& tensor) {

@@ -30,7 +30,8 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
     ORDO_ARG_CHECK(input->defined(), what, ": an input tensor is undefined");
     const TensorImpl& impl = *input->impl();
     ORDO_ARG_CHECK(impl.generation == rt.generation(), what,
-                   ": an input tensor belongs to a runtime that was shut down");
+                   ": an input tensor belongs to a runtime that was shut down",
+                   " (or to the parent's, in a forked process)");
     ORDO_ARG_CHECK(device < 0 || impl.device == device, what, ": inputs are on devices ", device,
                    " and ", impl.device, "; every input must be on one device");
     device = impl.device;

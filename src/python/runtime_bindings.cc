@@ -4,12 +4,13 @@
 #include <string_view>
 
 #include "python/module.h"
+#include "python/waiting.h"
 #include "runtime/runtime.h"
 
 namespace ordo::python {
 namespace {
 
-using GilRelease = py::call_guard<py::gil_scoped_release>;
+using WithoutGil = py::call_guard<GilRelease>;
 
 ReplicaGroups to_groups(const std::optional<ReplicaGroups>& groups) { return groups.value_or(ReplicaGroups{}); }
 
@@ -27,15 +28,15 @@ void clear_pending_irs(const py::object& device) {
   } else {
     ordinal = device.cast<int>();
   }
-  py::gil_scoped_release release;
+  GilRelease release;
   drop_pending_graph(ordinal);
 }
 
 }  // namespace
 
 void bind_runtime(py::module_& m) {
-  m.def("init", &init, py::arg("num_devices"), GilRelease());
-  m.def("shutdown", &shutdown, GilRelease());
+  m.def("init", &init, py::arg("num_devices"), WithoutGil());
+  m.def("shutdown", &shutdown, WithoutGil());
   m.def("is_initialized", &is_initialized);
   m.def("num_devices", &num_devices);
   m.def("world_size", [] { return world_size(); });
@@ -44,11 +45,15 @@ void bind_runtime(py::module_& m) {
   m.def("current_device", &current_device);
   m.def("set_current_device", &set_current_device);
   m.def("bind_thread_to_device", &bind_thread_to_device);
-  m.def("mark_step", &mark_step, py::arg("device") = -1, GilRelease());
-  m.def("drop_pending_graph", &drop_pending_graph, py::arg("device") = -1, GilRelease());
+  m.def("mark_step", &mark_step, py::arg("device") = -1, WithoutGil());
+  m.def("drop_pending_graph", &drop_pending_graph, py::arg("device") = -1, WithoutGil());
   m.def("_clear_pending_irs", &clear_pending_irs, py::arg("device"));
-  m.def("wait_device_ops", py::overload_cast<int>(&wait_device_ops), GilRelease());
-  m.def("wait_all_device_ops", py::overload_cast<>(&wait_device_ops), GilRelease());
+  m.def("wait_device_ops", [](int device) {
+    wait_interruptibly(device, "wait_device_ops", [device] { wait_device_ops(device); });
+  });
+  m.def("wait_all_device_ops", [] {
+    wait_interruptibly(kEveryDevice, "wait_device_ops", [] { wait_device_ops(); });
+  });
   m.def("dump_pending_graph", &dump_pending_graph, py::arg("device") = -1);
   m.def("compile_cache_stats", [] {
     const CompileCacheStats s = compile_cache_stats();
@@ -69,26 +74,26 @@ void bind_runtime(py::module_& m) {
   m.def("all_reduce", [](const std::string& reduce, const Tensor& x, double scale,
                          const std::optional<ReplicaGroups>& groups) {
     return all_reduce(parse_reduce_type(reduce), x, scale, to_groups(groups));
-  }, GilRelease());
+  }, WithoutGil());
   m.def("all_reduce_inplace", [](const std::string& reduce, std::vector<Tensor> xs, double scale,
                                  const std::optional<ReplicaGroups>& groups) {
     all_reduce_inplace(parse_reduce_type(reduce), xs, scale, to_groups(groups));
-  }, GilRelease());
+  }, WithoutGil());
   m.def("all_gather", [](const Tensor& x, int64_t dim, const std::optional<ReplicaGroups>& groups) {
     return all_gather(x, dim, to_groups(groups));
-  }, GilRelease());
+  }, WithoutGil());
   m.def("reduce_scatter", [](const std::string& reduce, const Tensor& x, double scale, int64_t dim,
                              int64_t shards, const std::optional<ReplicaGroups>& groups) {
     return reduce_scatter(parse_reduce_type(reduce), x, scale, dim, shards, to_groups(groups));
-  }, GilRelease());
+  }, WithoutGil());
   m.def("all_to_all", [](const Tensor& x, int64_t split, int64_t concat, int64_t count,
                          const std::optional<ReplicaGroups>& groups) {
     return all_to_all(x, split, concat, count, to_groups(groups));
-  }, GilRelease());
-  m.def("collective_permute", &collective_permute, GilRelease());
+  }, WithoutGil());
+  m.def("collective_permute", &collective_permute, WithoutGil());
   m.def("collective_broadcast", [](std::vector<Tensor> xs, int root, const std::optional<ReplicaGroups>& groups) {
     collective_broadcast(xs, root, to_groups(groups));
-  }, GilRelease());
+  }, WithoutGil());
 
   py::class_<CcToken>(m, "CcToken")
       .def_property_readonly("device", &CcToken::device)
@@ -114,6 +119,7 @@ void bind_runtime(py::module_& m) {
   m.def("mark_device_failed", &mark_device_failed);
   m.def("mark_device_absent", &mark_device_absent);
   m.def("clear_device_absent", &clear_device_absent);
+  m.def("interrupt_device", &interrupt_device, WithoutGil());
   // Which runtime runs (0: none), so that spawn can tell whether fn replaced it.
   m.def("_runtime_generation", [] { return is_initialized() ? runtime::get().generation() : uint64_t{0}; });
 }

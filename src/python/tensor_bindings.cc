@@ -3,21 +3,19 @@
 #include <optional>
 
 #include "python/module.h"
+#include "python/waiting.h"
 
 namespace ordo::python {
 namespace {
 
-using GilRelease = py::call_guard<py::gil_scoped_release>;
 
 py::array to_numpy(const Tensor& t) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   py::array out(numpy_dtype(t.dtype()), shape);
   void* data = out.mutable_data();
   const size_t bytes = static_cast<size_t>(out.nbytes());
-  {
-    py::gil_scoped_release release;  // reading may wait for a graph to run
-    t.copy_to_host(data, bytes);
-  }
+  // Reading may wait for a graph to run, and for its collectives' peers.
+  wait_interruptibly(t.device(), "reading a value", [&] { t.copy_to_host(data, bytes); });
   return out;
 }
 

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "comm/factory.h"
 #include "device/cpu_placement.h"
+#include "ordo/collectives.h"
 #include "ordo/error.h"
 #include "ordo/runtime.h"
 
@@ -21,6 +23,7 @@ std::mutex g_lifecycle_mu;
 std::unique_ptr<Runtime> g_runtime;           // guarded by g_lifecycle_mu
 std::atomic<Runtime*> g_current{nullptr};     // what get() returns
 uint64_t g_generation = 0;                    // guarded by g_lifecycle_mu
+int g_forked_num_devices = 0;                 // in a forked child: the parent's count; guarded by g_lifecycle_mu
 thread_local int t_current_device = 0;
 
 void check_num_devices(int n, const char* source) {
@@ -42,6 +45,7 @@ int num_devices_from_env() {
 
 // Caller holds g_lifecycle_mu.
 void start_locked(int n) {
+  register_fork_handlers();
   g_runtime = std::make_unique<Runtime>(comm::Topology::single_process(n), ++g_generation);
   g_current.store(g_runtime.get(), std::memory_order_release);
 }
@@ -95,8 +99,18 @@ Runtime& get() {
   Runtime* current = g_current.load(std::memory_order_acquire);
   if (current != nullptr) return *current;
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
-  if (!g_runtime) start_locked(num_devices_from_env());
+  if (!g_runtime) start_locked(g_forked_num_devices > 0 ? g_forked_num_devices : num_devices_from_env());
   return *g_runtime;
+}
+
+void forget_runtime_in_forked_child() {
+  // Only this thread exists now; the lock may have been held by another.
+  new (&g_lifecycle_mu) std::mutex();
+  if (Runtime* parents = g_current.load(std::memory_order_relaxed)) g_forked_num_devices = parents->num_devices();
+  g_current.store(nullptr, std::memory_order_release);
+  // Leaked on purpose: destroying it would join worker threads that exist
+  // only in the parent, and free what the parent's tensors still point at.
+  (void)g_runtime.release();
 }
 
 int resolve_device(int device) {
@@ -147,6 +161,17 @@ int get_local_ordinal(int device) {
 }
 
 int current_device() { return runtime::t_current_device; }
+
+void interrupt_device(int device, const std::string& reason) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  // Ends after the device's queue as of now: later graphs wait as usual.
+  const int ordinal = rt.global_ordinal(device);
+  const uint64_t id = rt.communicator().interrupt(ordinal, reason);
+  rt.tell_after_queue(device, [ordinal, id](comm::Communicator& communicator) {
+    communicator.end_interrupt(ordinal, id);
+  });
+}
 
 void set_current_device(int device) {
   runtime::get().check_device(device);

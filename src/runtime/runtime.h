@@ -59,4 +59,12 @@ Runtime& get();
 inline constexpr int kCurrentDevice = -1;
 int resolve_device(int device);
 
+// pthread_atfork handlers, registered when the first runtime starts (see
+// fork.cc).
+void register_fork_handlers();
+// In a forked child: no runtime runs; the parent's is left alone (its
+// threads are not there to be joined). The next use or init() starts a
+// fresh one, by default with as many devices as the parent's had.
+void forget_runtime_in_forked_child();
+
 }  // namespace ordo::runtime

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -115,11 +116,25 @@ template <typename T, typename Source, typename Op>
   for (size_t q = 2; q < ranks; ++q) fold(dst, dst, source(q), n, op);
 }
 
+// x * scale in double, back in T. For integers a product outside T's range
+// saturates, as a cast from float does (kernels/elementwise.cc: convert):
+// static_cast would be undefined behaviour there.
+template <typename T>
+[[gnu::always_inline]] inline T scaled_value(T x, double scale) {
+  const double v = static_cast<double>(x) * scale;
+  if constexpr (std::is_integral_v<T>) {
+    constexpr double kLimit = -static_cast<double>(std::numeric_limits<T>::min());  // 2^31 or 2^63
+    if (v <= -kLimit) return std::numeric_limits<T>::min();
+    if (v >= kLimit) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(v);
+}
+
 template <typename T>
 [[gnu::always_inline]] inline void apply_scale(T* dst, int64_t n, double scale) {
   if constexpr (!std::is_same_v<T, bool>) {
     if (scale == 1.0) return;
-    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] * scale);
+    for (int64_t i = 0; i < n; ++i) dst[i] = scaled_value(dst[i], scale);
   }
 }
 

@@ -131,7 +131,8 @@ void InProcessCommunicator::run(const CollectiveCall& call) {
   const int64_t number = progress_[static_cast<size_t>(call.device)].start(
       {call.op, route.partition, &channel, sequence});
   Slot& slot = channel.slot_of(sequence);
-  const Participant me{channel, slot, sequence, route.rank, call, gone_, number, *route.partition, progress_};
+  const Participant me{channel, slot, sequence, route.rank, call, gone_, number, *route.partition, progress_,
+                       interrupted_};
   DoneMark done(me);
   // The seat is free once every member is done with the slot's earlier
   // collective: known in the steady state, else waited for.
@@ -193,6 +194,12 @@ void InProcessCommunicator::mark_device_absent(int device, const std::string& re
 }
 
 void InProcessCommunicator::clear_device_absent(int device) { gone_.clear_absent(device); }
+
+uint64_t InProcessCommunicator::interrupt(int device, const std::string& reason) {
+  const uint64_t id = interrupted_.interrupt(device, reason);
+  wake_every_channel();
+  return id;
+}
 
 void InProcessCommunicator::wake_every_channel() {
   std::lock_guard<std::mutex> lock(channels_mu_);

@@ -16,7 +16,7 @@
 // thread waiting for d, one at a time, ordered by the worker's mutex
 // (worker.h). It alone writes progress_[d], which waiters read
 // (progress.h). Order: channels_mu_ before Channel::mu (channel.h), before
-// GoneDevices (gone_devices.h).
+// GoneDevices (gone_devices.h) and InterruptedDevices.
 #pragma once
 
 #include <map>
@@ -28,6 +28,7 @@
 #include "comm/in_process/channel.h"
 #include "comm/in_process/gone_devices.h"
 #include "comm/in_process/progress.h"
+#include "comm/in_process/interrupted_devices.h"
 
 namespace ordo::comm {
 
@@ -43,6 +44,8 @@ class InProcessCommunicator : public Communicator {
   uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
   void clear_device_absent(int device) override;
+  uint64_t interrupt(int device, const std::string& reason) override;
+  void end_interrupt(int device, uint64_t id) override { interrupted_.end(device, id); }
 
  private:
   // A device's way into the channel of its group in one partition.
@@ -70,6 +73,7 @@ class InProcessCommunicator : public Communicator {
 
   const int world_size_;
   GoneDevices gone_;
+  InterruptedDevices interrupted_;
   std::mutex channels_mu_;
   std::map<std::vector<int>, std::unique_ptr<Channel>> channels_;
   std::map<ReplicaGroups, std::unique_ptr<Partition>> partitions_;  // by canonical groups

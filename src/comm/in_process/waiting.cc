@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "comm/in_process/missing_members.h"
+#include "core/interrupt.h"
 #include "ordo/collectives.h"
 
 namespace ordo::comm {
@@ -58,12 +59,37 @@ class Sleep {
   Sleep(const Sleep&) = delete;
   Sleep& operator=(const Sleep&) = delete;
 
-  void until(Clock::time_point deadline) { channel_.cv.wait_until(lock_, deadline); }
+  // On a thread that waits interruptibly (core/interrupt.h), wakes in time
+  // to run its check, without mu: the check may take other locks.
+  void until(Clock::time_point deadline) {
+    if (!has_interrupt_check()) {
+      channel_.cv.wait_until(lock_, deadline);
+      return;
+    }
+    channel_.cv.wait_until(lock_, interrupt_poll_deadline(deadline));
+    lock_.unlock();
+    poll_interrupt();
+    lock_.lock();
+  }
 
  private:
   Channel& channel_;
   std::unique_lock<std::mutex> lock_;
 };
+
+// A failure if p's wait is interrupted: its device's waits are
+// (Communicator::interrupt), or the waiting thread's (core/interrupt.h).
+std::optional<device::Failure> interruption(const Participant& p) {
+  std::optional<std::string> reason;
+  if (p.interrupted.any()) reason = p.interrupted.reason(p.call.device);
+  if (!reason && !interrupted()) return std::nullopt;
+  return device::Failure{
+      ErrorCode::kCollective,
+      str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
+              " was interrupted on device ", p.call.device, ": ",
+              reason.value_or("the thread that waited in it was interrupted"),
+              "; devices that had not arrived: ", missing_members(p))};
+}
 
 void warn(const Participant& p, double waited_seconds) {
   std::fprintf(stderr, "ordo: device %d has waited %g s in %s #%lld on group %s; missing devices: %s\n",
@@ -97,24 +123,28 @@ class LookAgain {
 };
 
 // The warning and timeout schedule of one slow wait, which starts when
-// the spin gives up.
+// the spin gives up. The timeout always wins: a warning due no sooner than
+// the failure is not given (the error says more), and the wait never
+// sleeps past the timeout waiting for the warning.
 class Deadlines {
  public:
   Deadlines() : timeouts_(collective_timeouts()), start_(Clock::now()) {}
 
   // Warns once when due (with mu held: messages read the channel).
   void warn_if_due(const Participant& p) {
-    if (warned_ || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
+    if (!warning_pending() || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
     warn(p, timeouts_.warn_seconds);
     warned_ = true;
   }
   bool timed_out() const { return Clock::now() >= start_ + seconds(timeouts_.timeout_seconds); }
   double timeout_seconds() const { return timeouts_.timeout_seconds; }
   Clock::time_point next() const {
-    return start_ + seconds(warned_ ? timeouts_.timeout_seconds : timeouts_.warn_seconds);
+    return start_ + seconds(warning_pending() ? timeouts_.warn_seconds : timeouts_.timeout_seconds);
   }
 
  private:
+  bool warning_pending() const { return !warned_ && timeouts_.warn_seconds < timeouts_.timeout_seconds; }
+
   const CollectiveTimeouts timeouts_;
   const Clock::time_point start_;
   bool warned_ = false;
@@ -141,6 +171,7 @@ std::optional<device::Failure> wait_until_open(const Participant& p) {
       if (failure->code == ErrorCode::kCollectiveMismatch) return join_failed(std::move(*failure));
       return failure;
     }
+    if (std::optional<device::Failure> failure = interruption(p)) return join_failed(std::move(*failure));
     deadlines.warn_if_due(p);
     if (deadlines.timed_out()) return join_failed(timeout_failure(p, deadlines.timeout_seconds()));
     sleep.until(std::min(deadlines.next(), look_again.next()));
@@ -162,6 +193,10 @@ bool wait_for_arrivals(const Participant& p) {
       if (p.channel.has_pending()) p.channel.apply_pending_locked(p.slot);
       if (std::optional<device::Failure> failure = missing_member_failure(p)) {
         p.channel.fail_locked(p.slot, std::move(*failure));
+        continue;
+      }
+      if (std::optional<device::Failure> stop = interruption(p)) {
+        p.channel.fail_locked(p.slot, std::move(*stop));
         continue;
       }
       deadlines.warn_if_due(p);

@@ -1,6 +1,6 @@
 // Waiting in a channel: a short spin (peers usually arrive within
 // microseconds), then a sleep on the channel, with the warning, the timeout
-// and the check for gone devices.
+// and the checks for gone devices and interrupts.
 #pragma once
 
 #include <optional>
@@ -9,6 +9,7 @@
 #include "comm/in_process/channel.h"
 #include "comm/in_process/gone_devices.h"
 #include "comm/in_process/progress.h"
+#include "comm/in_process/interrupted_devices.h"
 
 namespace ordo::comm {
 
@@ -24,18 +25,19 @@ struct Participant {
   int64_t number;  // the collective's number in its device's program
   const Partition& partition;
   std::span<const DeviceProgress> progress;  // by device
+  const InterruptedDevices& interrupted;
 };
 
 // Until p's slot serves p's collective: it opens it once every member is
 // done with the slot's earlier collective. Returns a failure instead if it
 // never will: a member is gone, a member's collective of p's number is
-// elsewhere (a mismatch, missing_members.h), or the wait timed out (for
-// these two p has joined the collective as failed, so that peers arriving
-// later fail at once).
+// elsewhere (a mismatch, missing_members.h), or the wait timed out or was
+// interrupted (for the last three p has joined the collective as failed,
+// so that peers arriving later fail at once).
 std::optional<device::Failure> wait_until_open(const Participant& p);
 // Until every member arrived (true) or the collective failed (false). p
-// fails it on timeout, or when a member that has not joined is gone or its
-// collective of p's number is elsewhere.
+// fails it on timeout, on an interrupt, or when a member that has not
+// joined is gone or its collective of p's number is elsewhere.
 bool wait_for_arrivals(const Participant& p);
 // Until every member is done with p's collective. They are all present and
 // doing bounded work, so this needs no timeout.

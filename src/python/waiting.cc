@@ -1,0 +1,86 @@
+#include "python/waiting.h"
+
+#include <chrono>
+#include <thread>
+
+namespace ordo::python {
+namespace {
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+}  // namespace
+
+GilRelease::GilRelease() : main_thread_(_PyOS_IsMainThread() != 0), state_(PyEval_SaveThread()) {}
+
+void GilRelease::reacquire() {
+  if (state_ == nullptr) return;
+  // The main thread is the one that finalizes: it always comes back.
+  if (!main_thread_ && interpreter_finalizing()) {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  PyEval_RestoreThread(state_);
+  state_ = nullptr;
+}
+
+InterruptibleWait::InterruptibleWait(int device, const char* doing) : device_(device), doing_(doing) {
+  if (gil_.on_main_thread()) check_.emplace(&InterruptibleWait::check, this);
+}
+
+void InterruptibleWait::finish() {
+  check_.reset();
+  gil_.reacquire();
+  if (!raised_) return;
+  py::error_already_set raised = std::move(*raised_);
+  raised_.reset();
+  throw raised;
+}
+
+bool InterruptibleWait::check(void* context) noexcept {
+  auto& self = *static_cast<InterruptibleWait*>(context);
+  std::string reason;
+  PyEval_RestoreThread(self.gil_.state_);
+  if (PyErr_CheckSignals() != 0) {
+    try {
+      self.raised_.emplace();  // takes the handler's exception
+      reason = str_cat("Python's main thread was interrupted by ",
+                       py::str(self.raised_->type().attr("__name__")).cast<std::string>(),
+                       " while it waited for ");
+    } catch (...) {
+      PyErr_Clear();
+      reason = "Python's main thread was interrupted while it waited for ";
+    }
+  }
+  self.gil_.state_ = PyEval_SaveThread();
+  if (reason.empty()) return false;
+  if (self.device_ == kEveryDevice) {
+    reason += str_cat("every device (", self.doing_, ")");
+  } else {
+    reason += str_cat("device ", self.device_, " (", self.doing_, ")");
+  }
+  self.interrupt_devices(reason);
+  return true;
+}
+
+void InterruptibleWait::interrupt_devices(const std::string& reason) const noexcept {
+  try {
+    // Never starts a runtime: a wait needs one, unless it was shut down
+    // meanwhile, and then there is nothing left to interrupt.
+    if (!is_initialized()) return;
+    if (device_ != kEveryDevice) {
+      interrupt_device(device_, reason);
+      return;
+    }
+    for (int device = 0; device < num_devices(); ++device) interrupt_device(device, reason);
+  } catch (...) {
+    // The wait gives up all the same; its device's collectives then wait
+    // for their peers or their timeout, as without an interrupt.
+  }
+}
+
+}  // namespace ordo::python
