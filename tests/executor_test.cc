@@ -5,7 +5,7 @@
 #include <set>
 
 #include "executor/compiler.h"
-#include "executor/lowering.h"
+#include "ir/post_order.h"
 #include "lazy/tensor_impl.h"
 #include "runtime/runtime.h"
 #include "test_util.h"
@@ -167,15 +167,15 @@ TEST_F(ExecutorTest, RandomSchedulesHonourEveryEdgeAndDiffer) {
   auto& graph = runtime::get().graph(0);
   std::lock_guard<std::mutex> lock(graph.mu);
   ir::Value root = y.impl()->value;
-  const executor::LoweredGraph lowered = executor::lower({&root, 1});
+  const ir::PostOrder walk = ir::post_order({&root, 1});
   std::set<std::vector<int32_t>> distinct;
   for (uint64_t seed = 0; seed < 50; ++seed) {
-    std::vector<int32_t> order = executor::schedule(lowered, {ScheduleMode::kRandom, seed});
-    std::vector<int32_t> ran_at(lowered.nodes.size(), -1);
+    std::vector<int32_t> order = executor::schedule(walk, {ScheduleMode::kRandom, seed});
+    std::vector<int32_t> ran_at(walk.nodes.size(), -1);
     for (size_t i = 0; i < order.size(); ++i) ran_at[order[i]] = static_cast<int32_t>(i);
     for (int32_t node : order) {
-      for (const ir::Value& v : lowered.nodes[node]->operands()) {
-        const int32_t operand = lowered.position(v.node.get());
+      for (const ir::Value& v : walk.nodes[node]->operands()) {
+        const int32_t operand = walk.position(v.node.get());
         if (v.node->op() != ir::OpKind::kDeviceData) {
           EXPECT_LT(ran_at[operand], ran_at[node]);
         }
@@ -192,8 +192,8 @@ TEST_F(ExecutorTest, IntermediatesAreReleasedAfterTheirLastUse) {
   auto& graph = runtime::get().graph(0);
   std::lock_guard<std::mutex> lock(graph.mu);
   ir::Value root = y.impl()->value;
-  const executor::LoweredGraph lowered = executor::lower({&root, 1});
-  auto plan = executor::compile(lowered, {});
+  const ir::PostOrder walk = ir::post_order({&root, 1});
+  auto plan = executor::compile(walk, {});
   std::vector<int> released(plan->num_slots, 0);
   for (const auto& step : plan->steps) {
     for (int32_t slot : step.release_slots) ++released[slot];

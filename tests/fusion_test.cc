@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "executor/compiler.h"
-#include "executor/lowering.h"
+#include "ir/post_order.h"
 #include "kernels/fused.h"
 #include "lazy/tensor_impl.h"
 #include "runtime/runtime.h"
@@ -27,7 +27,7 @@ std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<ir::Value> roots;
   for (const Tensor& t : tensors) roots.push_back(t.impl()->value);
-  return executor::compile(executor::lower(roots), options);
+  return executor::compile(ir::post_order(roots), options);
 }
 
 // How many ops of the graph of tensors the default options fuse.

@@ -78,6 +78,30 @@ TEST_F(TokenTest, ATokenWhoseGraphRanCountsAsFresh) {
   for (const auto& o : outcome) o.get();
 }
 
+// A token read before shutdown() belongs to the old runtime's graph: set in
+// a new runtime it must count as fresh, not chain the new collectives on an
+// old node (device 0 would then run one all_reduce more than device 1).
+TEST(TokenAcrossRuntimes, ATokenOfAnEarlierRuntimeCountsAsFresh) {
+  shutdown();
+  init(2);
+  all_reduce(ReduceType::kSum, ones({2}));
+  const CcToken old = get_cc_token(0);
+  ASSERT_TRUE(old.defined());
+  shutdown();
+  init(2);
+  set_collective_timeouts({0.5, 1.0});
+  set_cc_token(0, old);
+  EXPECT_FALSE(get_cc_token(0).defined());
+  auto outcomes = testing::run_on_devices<float>(2, [](int d) {
+    Tensor total = all_reduce(ReduceType::kSum, full({2}, float(d + 1), DType::kFloat32));
+    mark_step();
+    return total.to_vector<float>()[0];
+  });
+  set_collective_timeouts({});
+  for (const auto& o : outcomes) EXPECT_EQ(o.get(), 3.0f);
+  shutdown();
+}
+
 TEST_F(TokenTest, TwoThreadsOnOneDeviceNeverForkTheChain) {
   std::vector<std::thread> threads;
   std::vector<Tensor> results(2 * 50);

@@ -82,7 +82,8 @@ class CcToken {
 // The device's current token; undefined when the slot is fresh.
 CcToken get_cc_token(int device);
 // Sets the slot; an undefined token resets it. A token of another device is
-// an error; a token whose graph already ran counts as fresh.
+// an error; a token whose graph already ran (or was dropped, or was read in
+// a runtime since shut down) counts as fresh.
 void set_cc_token(int device, const CcToken& token);
 void reset_cc_token(int device);
 

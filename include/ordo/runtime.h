@@ -26,7 +26,18 @@ void init(int num_devices);
 void shutdown();
 bool is_initialized();
 
+// The devices of this process, named 0 .. num_devices()-1 wherever a
+// device is asked for (DeviceGuard, mark_step, Python's ordo:N).
 int num_devices();
+// Every device of the job (of every process); collectives, replica groups
+// and messages name devices by their global ordinal in it.
+int world_size();
+// The global ordinal of this process's device (< 0: the calling thread's
+// current device), as torch_xla's get_ordinal().
+int get_ordinal(int device = -1);
+// The device's position among the devices of its host, as torch_xla's
+// get_local_ordinal(): with one process, its index.
+int get_local_ordinal(int device = -1);
 // Each thread has a current device (0 until set) used by ops that create
 // tensors and by mark_step() without an argument.
 int current_device();

@@ -95,18 +95,20 @@ def bind_thread_to_device(dev):
 
 
 def get_ordinal():
-    """The calling thread's device, as a global ordinal."""
-    return _C.current_device()
+    """The calling thread's device, as a global ordinal: its position in
+    the world of every process's devices."""
+    return _C.get_ordinal()
 
 
 def get_local_ordinal():
-    """The calling thread's device among this process's devices (all of
-    them live in this process)."""
-    return _C.current_device()
+    """The calling thread's device among the devices of its host, as
+    torch_xla counts it (with one process, its index)."""
+    return _C.get_local_ordinal()
 
 
 def world_size():
-    return _C.num_devices()
+    """Every device of the job, of every process."""
+    return _C.world_size()
 
 
 xrt_world_size = world_size

@@ -27,16 +27,16 @@ std::string describe(const CollectiveCall& call) {
       out << reduce_type_name(a.reduce) << ", scale " << a.scale;
       break;
     case ir::OpKind::kReduceScatter:
-      out << reduce_type_name(a.reduce) << ", scale " << a.scale << ", dim " << a.dim0;
+      out << reduce_type_name(a.reduce) << ", scale " << a.scale << ", dim " << a.dim;
       break;
     case ir::OpKind::kAllGather:
-      out << "dim " << a.dim0;
+      out << "dim " << a.dim;
       break;
     case ir::OpKind::kAllToAll:
-      out << "split " << a.dim0 << ", concat " << a.dim1;
+      out << "split " << a.dim << ", concat " << a.concat_dim;
       break;
     case ir::OpKind::kCollectiveBroadcast:
-      out << "root " << a.dim0;
+      out << "root " << a.root;
       break;
     case ir::OpKind::kCollectivePermute:
       out << "pairs";

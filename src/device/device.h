@@ -1,4 +1,6 @@
-// A local device: an ordinal and a worker that runs its graphs in order.
+// A device of this process: its global ordinal and a worker that runs its
+// graphs in order, pinned by the device's position among its host's
+// devices (the host's processes share its CPUs).
 //
 // Locking: error_mu guards failed_graph_, which the worker sets when a
 // graph fails and the next mark_step of the device takes (and clears).
@@ -22,10 +24,10 @@ namespace ordo::device {
 class alignas(64) Device {
  public:
   // communicator outlives the device.
-  Device(int ordinal, comm::Communicator& communicator)
-      : ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(ordinal)) {}
+  Device(int ordinal, int host_ordinal, comm::Communicator& communicator)
+      : ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(host_ordinal)) {}
 
-  int ordinal() const { return ordinal_; }
+  int ordinal() const { return ordinal_; }  // global
   Worker& worker() { return worker_; }
   comm::Communicator& communicator() { return communicator_; }
 

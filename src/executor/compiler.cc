@@ -12,7 +12,7 @@ namespace {
 bool is_parameter(const ir::Node* node) { return node->op() == ir::OpKind::kDeviceData; }
 
 // Kahn's algorithm over the steps, choosing at random among ready ones.
-std::vector<int32_t> random_schedule(const LoweredGraph& graph, uint64_t seed) {
+std::vector<int32_t> random_schedule(const ir::PostOrder& graph, uint64_t seed) {
   const size_t n = graph.nodes.size();
   std::vector<int32_t> waiting_on(n, 0);
   std::vector<std::vector<int32_t>> users(n);
@@ -63,7 +63,7 @@ std::vector<int32_t> last_uses(const ExecutionPlan& plan) {
 
 }  // namespace
 
-std::vector<int32_t> schedule(const LoweredGraph& graph, const ScheduleOptions& options) {
+std::vector<int32_t> schedule(const ir::PostOrder& graph, const ScheduleOptions& options) {
   if (options.mode == ScheduleMode::kRandom) return random_schedule(graph, options.seed);
   std::vector<int32_t> order;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -76,7 +76,7 @@ namespace {
 
 // The units in run order: fused groups where options allow, else one node
 // per step.
-std::vector<PlanUnit> units_of(const LoweredGraph& graph, const ScheduleOptions& options) {
+std::vector<PlanUnit> units_of(const ir::PostOrder& graph, const ScheduleOptions& options) {
   std::vector<int32_t> order = schedule(graph, options);
   if (options.fuse_elementwise) return fuse_elementwise(graph, std::move(order));
   std::vector<PlanUnit> units;
@@ -87,7 +87,7 @@ std::vector<PlanUnit> units_of(const LoweredGraph& graph, const ScheduleOptions&
 
 }  // namespace
 
-std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
+std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
                                              const ScheduleOptions& options) {
   auto plan = std::make_shared<ExecutionPlan>();
   plan->graph_hash = graph.hash;
@@ -125,7 +125,7 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
         first_slot[member] = plan->num_slots++;
         step.output_types.push_back(graph.nodes[member]->output(0));
       }
-      for (const NodeOutput& input : unit.inputs) {
+      for (const ir::NodeOutput& input : unit.inputs) {
         step.input_slots.push_back(slot_of(input.node, input.index));
       }
     } else {
@@ -143,7 +143,7 @@ std::shared_ptr<const ExecutionPlan> compile(const LoweredGraph& graph,
     }
     plan->steps.push_back(std::move(step));
   }
-  for (const NodeOutput& root : graph.roots) plan->result_slots.push_back(slot_of(root.node, root.index));
+  for (const ir::NodeOutput& root : graph.roots) plan->result_slots.push_back(slot_of(root.node, root.index));
   std::vector<int32_t> last_use = last_uses(*plan);
   for (int32_t slot = 0; slot < plan->num_slots; ++slot) {
     if (last_use[slot] >= 0 && last_use[slot] < static_cast<int32_t>(plan->steps.size())) {

@@ -41,7 +41,7 @@ bool is_scalar_constant(const ir::Node& node) {
   return node.operands().empty() && node.outputs().size() == 1 && shape_numel(node.output(0).shape) <= 1;
 }
 
-std::vector<std::vector<int32_t>> runs_of(const LoweredGraph& graph, const std::vector<int32_t>& order) {
+std::vector<std::vector<int32_t>> runs_of(const ir::PostOrder& graph, const std::vector<int32_t>& order) {
   std::vector<std::vector<int32_t>> runs;
   const Shape* run_shape = nullptr;
   for (int32_t position : order) {
@@ -59,7 +59,7 @@ std::vector<std::vector<int32_t>> runs_of(const LoweredGraph& graph, const std::
 class ProgramBuilder {
  public:
   // used_outside[p]: node p's value is read outside its group or is a root.
-  ProgramBuilder(const LoweredGraph& graph, std::vector<bool> used_outside)
+  ProgramBuilder(const ir::PostOrder& graph, std::vector<bool> used_outside)
       : graph_(graph), used_outside_(std::move(used_outside)), member_of_(graph.nodes.size(), -1) {}
 
   // The program of unit's group; fills unit.inputs and unit.outputs.
@@ -105,7 +105,7 @@ class ProgramBuilder {
     }
     for (int32_t position : unit.nodes) member_of_[position] = -1;
     std::vector<Shape> input_shapes;
-    for (const NodeOutput& input : unit.inputs) {
+    for (const ir::NodeOutput& input : unit.inputs) {
       input_shapes.push_back(graph_.nodes[input.node]->output(input.index).shape);
     }
     program->layout = kernels::make_fused_layout(shape, input_shapes);
@@ -141,7 +141,7 @@ class ProgramBuilder {
     return {FusedRef::Kind::kRegister, reg, bytes};
   }
 
-  const LoweredGraph& graph_;
+  const ir::PostOrder& graph_;
   const std::vector<bool> used_outside_;
   std::vector<int32_t> member_of_;  // member index by post-order position, -1 outside the group
   std::vector<FusedRef> refs_;      // by member
@@ -151,7 +151,7 @@ class ProgramBuilder {
 
 }  // namespace
 
-std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<int32_t> order) {
+std::vector<PlanUnit> fuse_elementwise(const ir::PostOrder& graph, std::vector<int32_t> order) {
   std::stable_partition(order.begin(), order.end(),
                         [&](int32_t position) { return is_scalar_constant(*graph.nodes[position]); });
   const std::vector<std::vector<int32_t>> runs = runs_of(graph, order);
@@ -168,7 +168,7 @@ std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<in
       if (group_of[producer] != group_of[p]) used_outside[producer] = true;
     }
   }
-  for (const NodeOutput& root : graph.roots) used_outside[root.node] = true;
+  for (const ir::NodeOutput& root : graph.roots) used_outside[root.node] = true;
   ProgramBuilder builder(graph, std::move(used_outside));
   std::vector<PlanUnit> units;
   for (const std::vector<int32_t>& run : runs) {

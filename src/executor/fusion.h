@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "executor/lowering.h"
+#include "ir/post_order.h"
 #include "kernels/fused.h"
 
 namespace ordo::executor {
@@ -17,13 +17,13 @@ namespace ordo::executor {
 struct PlanUnit {
   std::vector<int32_t> nodes;  // post-order positions in run order; one unless fused
   // Fused groups only:
-  std::vector<NodeOutput> inputs;   // values from outside the group, in program order
+  std::vector<ir::NodeOutput> inputs;   // values from outside the group, in program order
   std::vector<int32_t> outputs;     // members whose value is used outside the group
   std::shared_ptr<const kernels::FusedProgram> program;
 };
 
 // One-element constants move to the front, so that they do not split runs;
 // then each run of two or more fusible nodes of one shape becomes a group.
-std::vector<PlanUnit> fuse_elementwise(const LoweredGraph& graph, std::vector<int32_t> order);
+std::vector<PlanUnit> fuse_elementwise(const ir::PostOrder& graph, std::vector<int32_t> order);
 
 }  // namespace ordo::executor

@@ -3,9 +3,9 @@
 #include "core/interrupt.h"
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
-#include "executor/lowering.h"
 #include "executor/run.h"
 #include "ir/collective_attrs.h"
+#include "ir/post_order.h"
 #include "lazy/trace.h"
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"
@@ -13,7 +13,7 @@
 namespace ordo::executor {
 namespace {
 
-std::shared_ptr<const ExecutionPlan> find_or_compile(const LoweredGraph& graph,
+std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
                                                      const ScheduleOptions& options) {
   CompileCache& cache = compile_cache();
   const uint64_t key = cache_key(graph.hash, options);
@@ -41,26 +41,20 @@ void sync_device(int ordinal, bool raise_failure) {
   if (roots.empty()) return;
   // Reused by every cut of this thread; it only points into this graph, so
   // it is cleared before the nodes die below.
-  thread_local LoweredGraph lowered;
-  lower(roots, lowered);
-  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(lowered, graph.schedule);
+  thread_local ir::PostOrder walk;
+  ir::post_order(roots, walk);
+  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule);
 
   std::vector<std::shared_ptr<device::DeviceData>> parameters;
-  parameters.reserve(lowered.parameters.size());
-  for (int32_t position : lowered.parameters) parameters.push_back(lowered.nodes[position]->data());
+  parameters.reserve(walk.parameters.size());
+  for (int32_t position : walk.parameters) parameters.push_back(walk.nodes[position]->data());
   std::vector<std::shared_ptr<device::DeviceData>> results;
   results.reserve(roots.size());
   for (const ir::Value& root : roots) {
     results.push_back(std::make_shared<device::DeviceData>(root.type().dtype, root.type().shape));
   }
-  lowered.nodes.clear();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    tensors[i]->data = results[i];
-    tensors[i]->value = {};
-  }
-  graph.pending_list.clear();
-  graph.cc_token = {};
-  ++graph.cuts;
+  walk.nodes.clear();
+  graph.cut(tensors, results);
   // Submitted under the graph mutex so that the worker runs graphs in the
   // order they were cut: a later graph may read this one's results. The
   // nodes stay with this thread, which frees them: memory freed on another
@@ -135,8 +129,8 @@ void drop_pending_graph(int device) {
   std::vector<Abandoned> collectives;
   {
     // In post-order, a token chain's collectives come in the chain's order.
-    const executor::LoweredGraph lowered = executor::lower(roots);
-    for (const ir::Node* node : lowered.nodes) {
+    const ir::PostOrder walk = ir::post_order(roots);
+    for (const ir::Node* node : walk.nodes) {
       if (ir::op_group(node->op()) == ir::OpGroup::kCollective) {
         collectives.push_back({node->op(), ir::decode_collective(node->attrs())});
       }
@@ -157,20 +151,14 @@ void drop_pending_graph(int device) {
     // On the worker, after the graphs submitted before (under the graph
     // mutex, like a cut): a device's collectives are numbered in the order
     // its worker reaches them.
-    dev.worker().submit([collectives = std::move(collectives), &dev, ordinal] {
+    dev.worker().submit([collectives = std::move(collectives), &dev] {
       for (const Abandoned& c : collectives) {
-        dev.communicator().abandon(c.op, c.attrs, ordinal,
+        dev.communicator().abandon(c.op, c.attrs, dev.ordinal(),
                                    "its pending graph was dropped (drop_pending_graph)");
       }
     });
   }
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    tensors[i]->data = std::move(failed[i]);
-    tensors[i]->value = {};
-  }
-  graph.pending_list.clear();
-  graph.cc_token = {};
-  ++graph.cuts;
+  graph.cut(tensors, failed);
 }
 
 std::string dump_pending_graph(int device) {
@@ -178,7 +166,7 @@ std::string dump_pending_graph(int device) {
   const int ordinal = runtime::resolve_device(device);
   lazy::DeviceGraph& graph = rt.graph(ordinal);
   std::lock_guard<std::mutex> lock(graph.mu);
-  return executor::dump(executor::lower(graph.roots_of(graph.pending_tensors())));
+  return ir::dump(ir::post_order(graph.roots_of(graph.pending_tensors())));
 }
 
 std::string dump_graph(const std::vector<Tensor>& tensors) {
@@ -190,7 +178,7 @@ std::string dump_graph(const std::vector<Tensor>& tensors) {
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<ir::Value> roots;
   for (const Tensor* t : inputs) roots.push_back(lazy::value_of(*t->impl()));
-  return executor::dump(executor::lower(roots));
+  return ir::dump(ir::post_order(roots));
 }
 
 CompileCacheStats compile_cache_stats() { return executor::compile_cache().stats(); }

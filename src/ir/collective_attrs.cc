@@ -2,18 +2,19 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "ordo/error.h"
 
 namespace ordo::ir {
 
-// ints: reduce, dim0, dim1, #groups, size of each group, members...,
+// ints: reduce, dim, concat_dim, root, #groups, size of each group, members...,
 // #pairs, source, target, ...; reals: scale; flag: token operand.
 Attrs encode(const CollectiveAttrs& c) {
   Attrs attrs;
   size_t members = 0;
   for (const auto& group : c.groups) members += group.size();
-  attrs.ints.reserve(4 + c.groups.size() + members + 1 + 2 * c.pairs.size());
-  attrs.ints = {static_cast<int64_t>(c.reduce), c.dim0, c.dim1,
+  attrs.ints.reserve(5 + c.groups.size() + members + 1 + 2 * c.pairs.size());
+  attrs.ints = {static_cast<int64_t>(c.reduce), c.dim, c.concat_dim, c.root,
                 static_cast<int64_t>(c.groups.size())};
   for (const auto& group : c.groups) attrs.ints.push_back(static_cast<int64_t>(group.size()));
   for (const auto& group : c.groups) attrs.ints.insert(attrs.ints.end(), group.begin(), group.end());
@@ -32,12 +33,13 @@ CollectiveAttrs decode_collective(const Attrs& attrs) {
   const AttrInts& v = attrs.ints;
   size_t at = 0;
   auto next = [&] {
-    if (at >= v.size()) throw InternalError("collective attrs are truncated");
+    ORDO_CHECK_LT(at, v.size(), ": collective attrs are truncated");
     return v[at++];
   };
   c.reduce = static_cast<ReduceType>(next());
-  c.dim0 = next();
-  c.dim1 = next();
+  c.dim = next();
+  c.concat_dim = next();
+  c.root = static_cast<int>(next());
   c.groups.resize(static_cast<size_t>(next()));
   for (auto& group : c.groups) group.resize(static_cast<size_t>(next()));
   for (auto& group : c.groups) {

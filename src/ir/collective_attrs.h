@@ -14,10 +14,11 @@ namespace ordo::ir {
 struct CollectiveAttrs {
   ReduceType reduce = ReduceType::kSum;
   double scale = 1.0;
-  // all_gather: dim0 = dim. reduce_scatter: dim0 = scatter_dim.
-  // all_to_all: dim0 = split, dim1 = concat. collective_broadcast: root.
-  int64_t dim0 = 0;
-  int64_t dim1 = 0;
+  // all_gather's dim, reduce_scatter's scatter_dim, all_to_all's split
+  // dimension.
+  int64_t dim = 0;
+  int64_t concat_dim = 0;  // all_to_all
+  int root = 0;            // collective_broadcast: the root's global ordinal
   ReplicaGroups groups;  // empty: one group of every device
   std::vector<std::pair<int, int>> pairs;
   bool token_operand = true;

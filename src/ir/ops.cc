@@ -15,7 +15,20 @@ constexpr OpInfo kOpInfo[] = {
 #include "ir/op_list.def"
 #undef ORDO_OP
 };
-static_assert(std::size(kOpInfo) == kNumOps, "every op needs one info row");
+
+// Generated from the same list as OpKind, so a row per op is given; what the
+// list itself can get wrong is a name used twice (a copied line), which
+// would make graph dumps and messages ambiguous.
+constexpr bool names_are_unique() {
+  for (size_t i = 0; i < std::size(kOpInfo); ++i) {
+    if (kOpInfo[i].name.empty()) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (kOpInfo[i].name == kOpInfo[j].name) return false;
+    }
+  }
+  return true;
+}
+static_assert(names_are_unique(), "op_list.def: every op needs a name of its own");
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "core/check.h"
 #include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/strided_walk.h"
@@ -315,10 +316,9 @@ void run_elementwise(const KernelArgs& args) {
       return run_rows<1>(args, fn);
     case 2:
       return run_rows<2>(args, fn);
-    case 3:
-      return run_rows<3>(args, fn);
   }
-  throw_error<InternalError>(ir::op_name(kOp), " got ", args.inputs.size(), " inputs");
+  ORDO_CHECK_EQ(args.inputs.size(), 3u, ": the inputs of ", ir::op_name(kOp));
+  return run_rows<3>(args, fn);
 }
 
 void throw_negative_exponent(int64_t base, int64_t exponent) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "kernels/strided_walk.h"
 #include "ordo/error.h"
 
@@ -35,10 +36,8 @@ FusedLayout make_fused_layout(const Shape& shape, const std::vector<Shape>& inpu
       const int64_t size = input[input.size() - 1 - d];
       broadcasts = size == 1 || size == shape[shape.size() - 1 - d];
     }
-    if (!broadcasts) {
-      throw_error<InternalError>("fused group of shape ", shape_to_string(shape), " got an input of shape ",
-                                 shape_to_string(input));
-    }
+    ORDO_CHECK(broadcasts, ": a fused group of shape ", shape_to_string(shape), " got an input of shape ",
+               shape_to_string(input));
     strides.push_back(broadcast_strides(input, shape));
   }
   Shape dims;

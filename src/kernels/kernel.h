@@ -39,34 +39,4 @@ KernelFn kernel_for(ir::OpKind op);
 // The shared, empty value of every token output.
 const std::shared_ptr<const device::Buffer>& token_buffer();
 
-// Calls body with T bound to the C++ type of dtype.
-#define ORDO_DISPATCH_DTYPE(dtype, T, ...)           \
-  switch (dtype) {                                   \
-    case ::ordo::DType::kBool: {                     \
-      using T = bool;                                \
-      __VA_ARGS__;                                   \
-      break;                                         \
-    }                                                \
-    case ::ordo::DType::kInt32: {                    \
-      using T = int32_t;                             \
-      __VA_ARGS__;                                   \
-      break;                                         \
-    }                                                \
-    case ::ordo::DType::kInt64: {                    \
-      using T = int64_t;                             \
-      __VA_ARGS__;                                   \
-      break;                                         \
-    }                                                \
-    case ::ordo::DType::kFloat32: {                  \
-      using T = float;                               \
-      __VA_ARGS__;                                   \
-      break;                                         \
-    }                                                \
-    case ::ordo::DType::kFloat64: {                  \
-      using T = double;                              \
-      __VA_ARGS__;                                   \
-      break;                                         \
-    }                                                \
-  }
-
 }  // namespace ordo::kernels

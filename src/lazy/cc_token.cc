@@ -8,7 +8,10 @@ namespace ordo {
 struct CcToken::Impl {
   ir::Value value;
   int device;
-  uint64_t cut;  // the device's cut count when the token was read
+  // Where the token was read: a token of an earlier runtime, or of an
+  // earlier cut of this one, belongs to a graph that ran or was dropped.
+  uint64_t generation;
+  uint64_t cut;
 };
 
 int CcToken::device() const {
@@ -22,7 +25,7 @@ CcToken get_cc_token(int device) {
   lazy::DeviceGraph& graph = rt.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   if (!graph.cc_token.node) return CcToken();
-  return CcToken(std::make_shared<const CcToken::Impl>(CcToken::Impl{graph.cc_token, device, graph.cuts}));
+  return CcToken(std::make_shared<const CcToken::Impl>(CcToken::Impl{graph.cc_token, device, rt.generation(), graph.cuts}));
 }
 
 void set_cc_token(int device, const CcToken& token) {
@@ -33,7 +36,8 @@ void set_cc_token(int device, const CcToken& token) {
   lazy::DeviceGraph& graph = rt.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   // A token whose graph already ran counts as fresh.
-  const bool current = token.defined() && token.impl()->cut == graph.cuts;
+  const bool current =
+      token.defined() && token.impl()->generation == rt.generation() && token.impl()->cut == graph.cuts;
   graph.cc_token = current ? token.impl()->value : ir::Value{};
 }
 

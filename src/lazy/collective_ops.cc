@@ -55,9 +55,8 @@ void check_reduce(std::string_view what, ReduceType reduce, DType dtype, double 
 }
 
 struct Traced {
-  int device;
   int world;
-  size_t group_size;
+  size_t group_size;  // of the calling device's group
   ReplicaGroups groups;  // canonical: what the node records
 };
 
@@ -66,13 +65,15 @@ Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
                const ReplicaGroups& groups, bool equal_sizes) {
   ORDO_ARG_CHECK(!inputs.empty(), what, ": no tensors given");
   const int device = lazy::common_device(what, inputs);
-  const int world = runtime::get().num_devices();
+  const runtime::Runtime& rt = runtime::get();
+  const int ordinal = rt.global_ordinal(device);  // groups name global ordinals
+  const int world = rt.topology().world_size();
   check_groups(what, groups, world, equal_sizes);
   size_t group_size = static_cast<size_t>(world);
   for (const auto& group : groups) {
-    if (std::find(group.begin(), group.end(), device) != group.end()) group_size = group.size();
+    if (std::find(group.begin(), group.end(), ordinal) != group.end()) group_size = group.size();
   }
-  return {device, world, group_size, ir::canonical_partition(groups, world)};
+  return {world, group_size, ir::canonical_partition(groups, world)};
 }
 
 lazy::Tensors record(OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
@@ -196,10 +197,10 @@ Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups)
   Traced at = prepare("all_gather", in, groups, true);
   ORDO_ARG_CHECK(input.dim() >= 1, "all_gather: the input must have rank >= 1");
   ir::CollectiveAttrs attrs;
-  attrs.dim0 = lazy::normalize_axis("all_gather", dim, input.dim());
+  attrs.dim = lazy::normalize_axis("all_gather", dim, input.dim());
   attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] = gathered_dim("all_gather", input, attrs.dim0, static_cast<int64_t>(at.group_size));
+  shape[attrs.dim] = gathered_dim("all_gather", input, attrs.dim, static_cast<int64_t>(at.group_size));
   return record(OpKind::kAllGather, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -215,10 +216,10 @@ Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int6
   ir::CollectiveAttrs attrs;
   attrs.reduce = reduce;
   attrs.scale = scale;
-  attrs.dim0 = splittable_dim("reduce_scatter", input, scatter_dim, shard_count, "scatter_dim");
+  attrs.dim = splittable_dim("reduce_scatter", input, scatter_dim, shard_count, "scatter_dim");
   attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] /= shard_count;
+  shape[attrs.dim] /= shard_count;
   return record(OpKind::kReduceScatter, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -230,14 +231,14 @@ Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_d
   ORDO_ARG_CHECK(split_count == static_cast<int64_t>(at.group_size), "all_to_all: split_count ",
                  split_count, " must equal the group size ", at.group_size);
   ir::CollectiveAttrs attrs;
-  attrs.dim0 = splittable_dim("all_to_all", input, split_dimension, split_count, "split_dimension");
-  attrs.dim1 = lazy::normalize_axis("all_to_all", concat_dimension, input.dim());
+  attrs.dim = splittable_dim("all_to_all", input, split_dimension, split_count, "split_dimension");
+  attrs.concat_dim = lazy::normalize_axis("all_to_all", concat_dimension, input.dim());
   attrs.groups = std::move(at.groups);
   Shape shape = input.shape();
-  shape[attrs.dim0] /= split_count;
+  shape[attrs.dim] /= split_count;
   // Splitting a 0 leaves the count at 0 while this dimension still grows.
-  shape[attrs.dim1] = attrs.dim0 == attrs.dim1 ? input.shape()[attrs.dim1]
-                                               : gathered_dim("all_to_all", input, attrs.dim1, split_count);
+  shape[attrs.concat_dim] = attrs.dim == attrs.concat_dim ? input.shape()[attrs.concat_dim]
+                                               : gathered_dim("all_to_all", input, attrs.concat_dim, split_count);
   return record(OpKind::kAllToAll, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
@@ -261,7 +262,7 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const 
   ir::ValueTypes outputs;
   for (const Tensor& t : tensors) outputs.push_back({t.dtype(), t.shape()});
   ir::CollectiveAttrs attrs;
-  attrs.dim0 = root_ordinal;
+  attrs.root = root_ordinal;
   attrs.groups = std::move(at.groups);
   const lazy::Tensors results = record(OpKind::kCollectiveBroadcast, in, std::move(outputs), std::move(attrs));
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(results[i]);
@@ -273,23 +274,24 @@ bool token_edges_enabled() { return g_token_edges.load(); }
 void mark_device_failed(int device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
-  rt.communicator().mark_device_failed(device, reason);
+  rt.communicator().mark_device_failed(rt.global_ordinal(device), reason);
 }
 
 void mark_device_absent(int device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
   // A clear_device_absent before the mark takes effect cancels it.
-  const uint64_t epoch = rt.communicator().absence_epoch(device);
-  rt.tell_after_queue(device, [device, reason, epoch](comm::Communicator& communicator) {
-    communicator.mark_device_absent(device, reason, epoch);
+  const int ordinal = rt.global_ordinal(device);
+  const uint64_t epoch = rt.communicator().absence_epoch(ordinal);
+  rt.tell_after_queue(device, [ordinal, reason, epoch](comm::Communicator& communicator) {
+    communicator.mark_device_absent(ordinal, reason, epoch);
   });
 }
 
 void clear_device_absent(int device) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
-  rt.communicator().clear_device_absent(device);
+  rt.communicator().clear_device_absent(rt.global_ordinal(device));
 }
 
 }  // namespace ordo

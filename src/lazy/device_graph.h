@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "lazy/pending_list.h"
@@ -46,6 +47,12 @@ struct alignas(64) DeviceGraph {
   // it is pending, so that a collective whose results nobody kept still
   // runs (its peers wait for it) (mu held).
   std::vector<ir::Value> roots_of(const std::vector<std::shared_ptr<TensorImpl>>& tensors) const;
+  // Ends the pending graph (mu held): tensors (as pending_tensors gave
+  // them) hold data from now on, in order (data may go on with the token
+  // root's); the list is empty, the token slot fresh, and the cut counted,
+  // so that a CcToken read before is stale.
+  void cut(std::span<const std::shared_ptr<TensorImpl>> tensors,
+           std::span<const std::shared_ptr<device::DeviceData>> data);
 };
 
 }  // namespace ordo::lazy

@@ -39,6 +39,9 @@ void bind_runtime(py::module_& m) {
   m.def("shutdown", &shutdown, WithoutGil());
   m.def("is_initialized", &is_initialized);
   m.def("num_devices", &num_devices);
+  m.def("world_size", [] { return world_size(); });
+  m.def("get_ordinal", &get_ordinal, py::arg("device") = -1);
+  m.def("get_local_ordinal", &get_local_ordinal, py::arg("device") = -1);
   m.def("current_device", &current_device);
   m.def("set_current_device", &set_current_device);
   m.def("bind_thread_to_device", &bind_thread_to_device);

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <new>
 
-#include "comm/in_process/in_process_communicator.h"
+#include "comm/factory.h"
 #include "device/cpu_placement.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"
@@ -46,21 +46,21 @@ int num_devices_from_env() {
 // Caller holds g_lifecycle_mu.
 void start_locked(int n) {
   register_fork_handlers();
-  g_runtime = std::make_unique<Runtime>(n, ++g_generation);
+  g_runtime = std::make_unique<Runtime>(comm::Topology::single_process(n), ++g_generation);
   g_current.store(g_runtime.get(), std::memory_order_release);
 }
 
 }  // namespace
 
-Runtime::Runtime(int num_devices, uint64_t generation)
-    : generation_(generation),
-      communicator_(std::make_unique<comm::InProcessCommunicator>(num_devices)) {
+Runtime::Runtime(comm::Topology topology, uint64_t generation)
+    : topology_(std::move(topology)), generation_(generation), communicator_(comm::make_communicator(topology_)) {
   // Before any worker starts: a bad ORDO_CPU_BIND fails here, and the CPUs
   // are read from this thread, not from a pinned one.
   if (device::cpu_binding_enabled()) device::usable_cpu_count();
-  for (int i = 0; i < num_devices; ++i) {
-    graphs_.push_back(std::make_unique<lazy::DeviceGraph>(i));
-    devices_.push_back(std::make_unique<device::Device>(i, *communicator_));
+  for (int index = 0; index < topology_.local_devices(); ++index) {
+    const int ordinal = topology_.global_ordinal(index);
+    graphs_.push_back(std::make_unique<lazy::DeviceGraph>(index));
+    devices_.push_back(std::make_unique<device::Device>(ordinal, topology_.host_ordinal(ordinal), *communicator_));
   }
 }
 
@@ -70,16 +70,16 @@ Runtime::~Runtime() {
   // waiting for its timeout (minutes by default): each device is declared
   // gone once its worker has run its queue, and a peer still waiting for it
   // fails at once, naming it.
-  for (int ordinal = 0; ordinal < num_devices(); ++ordinal) {
-    tell_after_queue(ordinal, [ordinal](comm::Communicator& communicator) {
+  for (int index = 0; index < num_devices(); ++index) {
+    tell_after_queue(index, [ordinal = global_ordinal(index)](comm::Communicator& communicator) {
       communicator.mark_device_failed(ordinal, "the runtime shut down before it ran this collective");
     });
   }
 }
 
-void Runtime::tell_after_queue(int ordinal, std::function<void(comm::Communicator&)> news) noexcept {
+void Runtime::tell_after_queue(int index, std::function<void(comm::Communicator&)> news) noexcept {
   try {
-    devices_[ordinal]->worker().submit([&communicator = *communicator_, news = std::move(news)]() noexcept {
+    devices_[index]->worker().submit([&communicator = *communicator_, news = std::move(news)]() noexcept {
       try {
         news(communicator);
       } catch (const std::exception&) {
@@ -89,9 +89,10 @@ void Runtime::tell_after_queue(int ordinal, std::function<void(comm::Communicato
   }
 }
 
-void Runtime::check_device(int ordinal) const {
-  ORDO_ARG_CHECK(ordinal >= 0 && ordinal < num_devices(), "device ", ordinal,
-                 " does not exist: this runtime has ", num_devices(), " devices, 0 to ", num_devices() - 1);
+void Runtime::check_device(int index) const {
+  ORDO_ARG_CHECK(index >= 0 && index < num_devices(), "device ", index, " does not exist: this ",
+                 topology_.process_count() == 1 ? "runtime" : "process", " has ", num_devices(), " devices, 0 to ",
+                 num_devices() - 1);
 }
 
 Runtime& get() {
@@ -150,15 +151,25 @@ bool is_initialized() { return runtime::g_current.load(std::memory_order_acquire
 
 int num_devices() { return runtime::get().num_devices(); }
 
+int world_size() { return runtime::get().topology().world_size(); }
+
+int get_ordinal(int device) { return runtime::get().global_ordinal(runtime::resolve_device(device)); }
+
+int get_local_ordinal(int device) {
+  runtime::Runtime& rt = runtime::get();
+  return rt.topology().host_ordinal(rt.global_ordinal(runtime::resolve_device(device)));
+}
+
 int current_device() { return runtime::t_current_device; }
 
 void interrupt_device(int device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
   rt.check_device(device);
   // Ends after the device's queue as of now: later graphs wait as usual.
-  const uint64_t id = rt.communicator().interrupt(device, reason);
-  rt.tell_after_queue(device, [device, id](comm::Communicator& communicator) {
-    communicator.end_interrupt(device, id);
+  const int ordinal = rt.global_ordinal(device);
+  const uint64_t id = rt.communicator().interrupt(ordinal, reason);
+  rt.tell_after_queue(device, [ordinal, id](comm::Communicator& communicator) {
+    communicator.end_interrupt(ordinal, id);
   });
 }
 

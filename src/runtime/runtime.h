@@ -1,5 +1,7 @@
-// The process-wide runtime: per local device, its Device (worker) and its
-// DeviceGraph (pending IR). Started on first use or by ordo::init.
+// The process-wide runtime: the topology, the communicator it chose, and
+// per device of this process (by its index in the process) its Device
+// (worker) and its DeviceGraph (pending IR). Started on first use or by
+// ordo::init.
 //
 // Locking: starting and shutting down are serialized by a global mutex;
 // shutdown() must not race with other calls into ordo (documented in the
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/topology.h"
 #include "device/device.h"
 #include "lazy/device_graph.h"
 
@@ -18,26 +21,31 @@ namespace ordo::runtime {
 
 class Runtime {
  public:
-  Runtime(int num_devices, uint64_t generation);
+  Runtime(comm::Topology topology, uint64_t generation);
   // Runs what every device has queued, then joins the workers (see the .cc).
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
+  const comm::Topology& topology() const { return topology_; }
+  // The devices of this process.
   int num_devices() const { return static_cast<int>(devices_.size()); }
   uint64_t generation() const { return generation_; }
-  // Throws InvalidArgument for an ordinal out of range.
-  void check_device(int ordinal) const;
-  device::Device& device(int ordinal) { return *devices_[ordinal]; }
-  lazy::DeviceGraph& graph(int ordinal) { return *graphs_[ordinal]; }
+  // Throws InvalidArgument for an index that is not one of this process's devices.
+  void check_device(int index) const;
+  device::Device& device(int index) { return *devices_[index]; }
+  lazy::DeviceGraph& graph(int index) { return *graphs_[index]; }
+  // The global ordinal of this process's device `index`.
+  int global_ordinal(int index) const { return topology_.global_ordinal(index); }
   comm::Communicator& communicator() { return *communicator_; }
-  // Gives the communicator news of device `ordinal` on its worker, after
+  // Gives the communicator news of device `index` on its worker, after
   // what is queued there (what it queued, it will join). Never throws: out
   // of memory, the news is lost and its peers wait for their timeout, as
   // they would without it.
-  void tell_after_queue(int ordinal, std::function<void(comm::Communicator&)> news) noexcept;
+  void tell_after_queue(int index, std::function<void(comm::Communicator&)> news) noexcept;
 
  private:
+  const comm::Topology topology_;
   const uint64_t generation_;
   std::unique_ptr<comm::Communicator> communicator_;  // outlives the devices
   std::vector<std::unique_ptr<lazy::DeviceGraph>> graphs_;

@@ -111,9 +111,13 @@ __attribute__((no_sanitize("undefined"))) void run_spawned(const std::function<v
 }  // namespace
 
 void bind_thread_to_device(int device) {
-  const int ordinal = runtime::resolve_device(device);
+  runtime::Runtime& rt = runtime::get();
+  const comm::Topology& topology = rt.topology();
+  // The host's processes share its CPUs: placed by the device's position
+  // among the host's devices.
+  const int host_ordinal = topology.host_ordinal(rt.global_ordinal(runtime::resolve_device(device)));
   device::pin_current_thread(
-      device::driver_cpu(ordinal, runtime::get().num_devices(), device::usable_cpu_count()));
+      device::driver_cpu(host_ordinal, topology.host_devices(), device::usable_cpu_count()));
 }
 
 void spawn(const std::function<void(int)>& fn, int count) {

@@ -11,7 +11,7 @@
 #define ORDO_X86_64 1
 #endif
 
-#include "kernels/kernel.h"
+#include "core/dtype_dispatch.h"
 
 namespace ordo::comm {
 namespace {
@@ -351,7 +351,7 @@ int64_t extent(const Shape& shape, size_t begin, size_t end) {
 
 // Each participant fills its own output from every input, in rank order.
 void all_gather(Calls calls, size_t rank) {
-  const auto dim = static_cast<size_t>(calls[rank]->attrs.dim0);
+  const auto dim = static_cast<size_t>(calls[rank]->attrs.dim);
   const device::Buffer* out = calls[rank]->outputs[0];
   const Shape& in_shape = calls[rank]->inputs[0]->shape;
   const int64_t outer = extent(in_shape, 0, dim);
@@ -367,7 +367,7 @@ void all_gather(Calls calls, size_t rank) {
 template <typename T>
 void reduce_scatter_typed(Calls calls, size_t rank) {
   const ir::CollectiveAttrs& attrs = calls[rank]->attrs;
-  const auto dim = static_cast<size_t>(attrs.dim0);
+  const auto dim = static_cast<size_t>(attrs.dim);
   const Shape& shape = calls[rank]->inputs[0]->shape;
   const int64_t outer = extent(shape, 0, dim);
   const int64_t row = extent(shape, dim, shape.size());
@@ -423,7 +423,7 @@ Shape row_major_strides(const Shape& shape) {
 // chunk at position q along concat.
 void all_to_all(Calls calls, size_t rank) {
   const ir::CollectiveAttrs& attrs = calls[rank]->attrs;
-  const auto split = static_cast<size_t>(attrs.dim0), concat = static_cast<size_t>(attrs.dim1);
+  const auto split = static_cast<size_t>(attrs.dim), concat = static_cast<size_t>(attrs.concat_dim);
   const device::Buffer* out = calls[rank]->outputs[0];
   const Shape& in_shape = calls[rank]->inputs[0]->shape;
   Shape chunk = in_shape;
@@ -459,7 +459,7 @@ void collective_permute(Calls calls, size_t rank) {
 void collective_broadcast(Calls calls, size_t rank) {
   const CollectiveCall* root = nullptr;
   for (const CollectiveCall* call : calls) {
-    if (call->device == calls[rank]->attrs.dim0) root = call;
+    if (call->device == calls[rank]->attrs.root) root = call;
   }
   for (size_t t = 0; t < calls[rank]->outputs.size(); ++t) {
     copy_or_zero(root ? root->inputs[t] : nullptr, calls[rank]->outputs[t]);

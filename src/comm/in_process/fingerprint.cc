@@ -33,8 +33,9 @@ void Fingerprint::assign(const CollectiveCall& call) {
   push(static_cast<int64_t>(a.reduce));
   // 0.0 and -0.0 scale alike, so they are one scale.
   push(a.scale == 0 ? 0 : std::bit_cast<int64_t>(a.scale));
-  push(a.dim0);
-  push(a.dim1);
+  push(a.dim);
+  push(a.concat_dim);
+  push(a.root);
   push(static_cast<int64_t>(a.groups.size()));
   for (const auto& group : a.groups) {
     push(static_cast<int64_t>(group.size()));

@@ -1,0 +1,130 @@
+// What the communication conformance suite needs of a backend, and the
+// plain reference every result is compared with. The suite drives a
+// Communicator directly: no tracing, no runtime, no graphs.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "device/buffer.h"
+#include "ordo/ordo.h"
+
+namespace ordo::conformance {
+
+// A backend under test: how to make a communicator of `world` devices.
+struct Backend {
+  std::string name;
+  std::function<std::unique_ptr<comm::Communicator>(int world)> make;
+};
+
+// Every backend built into this binary.
+std::vector<Backend> backends();
+
+// One device's part in one collective: its attributes, inputs and outputs.
+struct DevicePart {
+  std::vector<std::shared_ptr<device::Buffer>> inputs;
+  std::vector<std::shared_ptr<device::Buffer>> outputs;
+};
+
+// Runs one collective with every device of the world on a thread of its
+// own, as the devices' workers would, and returns each device's error
+// message ("" when it succeeded). attrs_of(d) is device d's attributes;
+// a device whose skip(d) holds does not take part.
+struct Outcome {
+  std::vector<std::string> errors;        // by device; "" = success
+  std::vector<ErrorCode> codes;           // by device, for the failed ones
+};
+Outcome run_collective(comm::Communicator& comm, ir::OpKind op, const std::vector<ir::CollectiveAttrs>& attrs,
+                       std::vector<DevicePart>& parts, const std::function<bool(int)>& skip = {});
+
+// The input value of element i of tensor t on device d: every dtype's
+// values differ across devices, elements and tensors; floats have varied
+// exponents, so that a sum taken in another order rounds differently, and
+// zeros of both signs; integers reach far enough to wrap when summed or
+// multiplied.
+template <typename T>
+T input_value(int device, size_t tensor, int64_t i) {
+  // splitmix64's finalizer: every bit of m depends on every input bit.
+  uint64_t m = (static_cast<uint64_t>(i) << 16) ^ (static_cast<uint64_t>(device) << 4) ^ tensor;
+  m = (m ^ (m >> 30)) * 0xBF58476D1CE4E5B9ull;
+  m = (m ^ (m >> 27)) * 0x94D049BB133111EBull;
+  m ^= m >> 31;
+  if constexpr (std::is_same_v<T, bool>) {
+    return (m % 3) != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(m >> 3);  // any value of T, negative included
+  } else {
+    // One element in 8 a zero of either sign: min and max keep the earlier
+    // rank's on ties, which only the sign of a zero shows.
+    if ((m >> 50) % 8 == 0) return static_cast<T>((m >> 40) % 2 ? -0.0 : 0.0);
+    const double mantissa = static_cast<double>(m % 2001) - 1000.0;
+    return static_cast<T>(std::ldexp(mantissa, static_cast<int>((m >> 12) % 24) - 12));
+  }
+}
+
+// The reduce types as a user reads their definition: integers wrap, min
+// and max propagate NaN (the suite's inputs hold one NaN bit pattern).
+// Integers are added and multiplied in their unsigned type: wrapping.
+template <typename T, bool kInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>>
+struct Arithmetic {
+  using type = T;
+};
+template <typename T>
+struct Arithmetic<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
+template <typename T>
+T reduce_reference(ReduceType reduce, T a, T b) {
+  using Wide = typename Arithmetic<T>::type;
+  switch (reduce) {
+    case ReduceType::kSum:
+      if constexpr (std::is_same_v<T, bool>) return a || b;
+      else return static_cast<T>(static_cast<Wide>(a) + static_cast<Wide>(b));
+    case ReduceType::kMul:
+      if constexpr (std::is_same_v<T, bool>) return a && b;
+      else return static_cast<T>(static_cast<Wide>(a) * static_cast<Wide>(b));
+    case ReduceType::kMin:
+    case ReduceType::kMax:
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(a)) return a;
+        if (std::isnan(b)) return b;
+      }
+      return reduce == ReduceType::kMin ? (b < a ? b : a) : (b > a ? b : a);
+    case ReduceType::kAnd:
+      if constexpr (std::is_integral_v<T>) return static_cast<T>(a & b);
+      else return a;
+    case ReduceType::kOr:
+      if constexpr (std::is_integral_v<T>) return static_cast<T>(a | b);
+      else return a;
+  }
+  return a;
+}
+
+// scale * (values[0] op values[1] op ...), in that order; the scale is
+// applied in double and rounded once, as the documentation says.
+template <typename T>
+T reduce_in_rank_order(ReduceType reduce, double scale, const std::vector<T>& values) {
+  T r = values[0];
+  for (size_t q = 1; q < values.size(); ++q) r = reduce_reference(reduce, r, values[q]);
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (scale != 1.0) r = static_cast<T>(static_cast<double>(r) * scale);
+  }
+  return r;
+}
+
+// Bitwise equality, NaN payloads included.
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+}  // namespace ordo::conformance

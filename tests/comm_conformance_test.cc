@@ -1,0 +1,573 @@
+// The conformance suite of the communication layer: every backend, world
+// sizes 1..8, element counts {0, 1, 7, 1000, 1M + 3}, every dtype and
+// reduce type, with and without replica groups, for every collective;
+// then mismatch, timeout, abandon, failure and absence. It drives a
+// Communicator directly (no tracing, no runtime) and compares every
+// result bitwise with a plain reference loop (comm_conformance.h). A new
+// backend adds itself to backends() and must pass all of it; the
+// in-process backend is the reference implementation.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <numeric>
+
+#include "comm/in_process/in_process_communicator.h"
+#include "comm_conformance.h"
+#include "core/dtype_dispatch.h"
+
+namespace ordo::conformance {
+
+std::vector<Backend> backends() {
+  return {{"in_process", [](int world) { return std::make_unique<comm::InProcessCommunicator>(world); }}};
+}
+
+Outcome run_collective(comm::Communicator& comm, ir::OpKind op, const std::vector<ir::CollectiveAttrs>& attrs,
+                       std::vector<DevicePart>& parts, const std::function<bool(int)>& skip) {
+  Outcome outcome{std::vector<std::string>(parts.size()), std::vector<ErrorCode>(parts.size())};
+  std::vector<std::thread> threads;
+  for (int d = 0; d < static_cast<int>(parts.size()); ++d) {
+    if (skip && skip(d)) continue;
+    threads.emplace_back([&, d] {
+      std::vector<const device::Buffer*> inputs, outputs;
+      for (const auto& b : parts[d].inputs) inputs.push_back(b.get());
+      for (const auto& b : parts[d].outputs) outputs.push_back(b.get());
+      try {
+        comm.run({op, attrs[d], d, inputs, outputs});
+      } catch (const Error& e) {
+        outcome.errors[d] = e.what();
+        outcome.codes[d] = e.code();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return outcome;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kCounts[] = {0, 1, 7, 1000, 1'000'003};
+constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool};
+
+std::vector<ReduceType> reduce_types_of(DType dtype) {
+  if (dtype == DType::kBool) return {ReduceType::kAnd, ReduceType::kOr};
+  if (is_floating(dtype)) return {ReduceType::kSum, ReduceType::kMul, ReduceType::kMin, ReduceType::kMax};
+  return {ReduceType::kSum, ReduceType::kMul, ReduceType::kMin, ReduceType::kMax, ReduceType::kAnd,
+          ReduceType::kOr};
+}
+
+// The large count runs for every collective, but for the reductions only
+// where the backend has paths of its own (the streamed float sum, an
+// integer and a double reduction): all of them at 1M elements on 8
+// devices would take minutes.
+bool covers(int64_t count, DType dtype, ReduceType reduce) {
+  if (count < 1'000'000) return true;
+  return (dtype == DType::kFloat32 && reduce == ReduceType::kSum) ||
+         (dtype == DType::kInt64 && reduce == ReduceType::kMax) ||
+         (dtype == DType::kFloat64 && reduce == ReduceType::kMin);
+}
+
+// Data movement without arithmetic copies bytes whatever the dtype: its
+// large count runs for float32 only.
+bool covers(int64_t count, DType dtype) { return count < 1'000'000 || dtype == DType::kFloat32; }
+
+// Replica groups whose rank order is not the ordinal order (a device's
+// rank is its position in its group): the even and the odd devices, each
+// in reverse, when the world is even; else the whole world reversed. Ops
+// that need no equal sizes get a group of one and the rest reversed.
+ReplicaGroups groups_for(int world, bool equal_sizes) {
+  if (world == 1) return {{0}};
+  if (!equal_sizes && world >= 3) {
+    std::vector<int> rest(static_cast<size_t>(world - 1));
+    std::iota(rest.rbegin(), rest.rend(), 1);
+    return {{0}, rest};
+  }
+  if (world % 2 == 0) {
+    std::vector<int> even, odd;
+    for (int d = world - 1; d >= 0; --d) (d % 2 == 0 ? even : odd).push_back(d);
+    return {even, odd};
+  }
+  std::vector<int> everyone(static_cast<size_t>(world));
+  std::iota(everyone.rbegin(), everyone.rend(), 0);
+  return {everyone};
+}
+
+std::string describe_groups(const ReplicaGroups& groups) {
+  if (groups.empty()) return "none";
+  std::string s = "[";
+  for (size_t g = 0; g < groups.size(); ++g) s += (g ? ", " : "") + comm::describe_group(groups[g]);
+  return s + "]";
+}
+
+template <typename T>
+std::shared_ptr<device::Buffer> filled_typed(DType dtype, int device, size_t tensor, int64_t count,
+                                             bool with_nan) {
+  auto buffer = device::allocate_buffer(dtype, {count});
+  T* data = buffer->mutable_data<T>();
+  for (int64_t i = 0; i < count; ++i) data[i] = input_value<T>(device, tensor, i);
+  if constexpr (std::is_floating_point_v<T>) {
+    // One NaN pattern, on at most one device per element: the result is
+    // defined bitwise whichever operand the NaN comes from.
+    if (with_nan) {
+      for (int64_t i = device; i < count; i += 53) data[i] = std::numeric_limits<T>::quiet_NaN();
+    }
+  }
+  return buffer;
+}
+
+std::shared_ptr<device::Buffer> filled(DType dtype, int device, size_t tensor, int64_t count,
+                                       bool with_nan = false) {
+  std::shared_ptr<device::Buffer> buffer;
+  ORDO_DISPATCH_DTYPE(dtype, T, buffer = filled_typed<T>(dtype, device, tensor, count, with_nan));
+  return buffer;
+}
+
+// An output full of a pattern that no collective writes by accident.
+std::shared_ptr<device::Buffer> output(DType dtype, int64_t count) {
+  auto buffer = device::allocate_buffer(dtype, {count});
+  if (buffer->nbytes() > 0) std::memset(buffer->storage.get(), 0xA5, buffer->nbytes());
+  return buffer;
+}
+
+template <typename T>
+const T* data_of(const std::vector<DevicePart>& parts, int device, size_t tensor = 0) {
+  return parts[device].inputs[tensor]->data<T>();
+}
+
+// "" when got holds want bitwise, else the first difference.
+template <typename T>
+std::string first_difference(const device::Buffer& got, const std::vector<T>& want) {
+  if (got.numel != static_cast<int64_t>(want.size())) return str_cat(got.numel, " elements, want ", want.size());
+  const T* data = got.data<T>();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!same_bits(data[i], want[i])) return str_cat("element ", i, ": got ", +data[i], ", want ", +want[i]);
+  }
+  return "";
+}
+
+using Param = std::tuple<size_t, int>;  // backend, world size
+
+class Conformance : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    world_ = std::get<1>(GetParam());
+    comm_ = backends()[std::get<0>(GetParam())].make(world_);
+  }
+  void TearDown() override { set_collective_timeouts({}); }
+
+  std::vector<int> group_of(const ReplicaGroups& groups, int device) const {
+    ir::CollectiveAttrs attrs;
+    attrs.groups = groups;
+    return attrs.group_of(device, world_);
+  }
+
+  // Runs op with the same attributes on every device; every device must
+  // succeed.
+  void run_everywhere(ir::OpKind op, const ir::CollectiveAttrs& attrs, std::vector<DevicePart>& parts,
+                      const std::string& what) {
+    const Outcome outcome = run_collective(*comm_, op, std::vector<ir::CollectiveAttrs>(world_, attrs), parts);
+    for (int d = 0; d < world_; ++d) ASSERT_EQ(outcome.errors[d], "") << what << " on device " << d;
+  }
+
+  template <typename T>
+  void expect_output(const std::vector<DevicePart>& parts, int d, size_t t, const std::vector<T>& want,
+                     const std::string& what) {
+    EXPECT_EQ(first_difference(*parts[d].outputs[t], want), "") << what << ", output " << t << " on device " << d;
+  }
+
+  // One all_reduce of `tensors` inputs per device (a coalesced list holds
+  // count, 1 and 0 elements), checked on every device.
+  template <typename T>
+  void all_reduce_case(DType dtype, int64_t count, ReduceType reduce, double scale, const ReplicaGroups& groups,
+                       size_t tensors) {
+    ir::CollectiveAttrs attrs;
+    attrs.reduce = reduce;
+    attrs.scale = scale;
+    attrs.groups = groups;
+    const bool with_nan = reduce == ReduceType::kMin || reduce == ReduceType::kMax;
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      for (size_t t = 0; t < tensors; ++t) {
+        const int64_t n = t == 0 ? count : (t == 1 ? 1 : 0);
+        parts[d].inputs.push_back(filled(dtype, d, t, n, with_nan));
+        parts[d].outputs.push_back(output(dtype, n));
+      }
+    }
+    const std::string what = str_cat("all_reduce(", reduce_type_name(reduce), ", scale ", scale, ") of ", tensors,
+                                     " x ", dtype_name(dtype), "[", count, "], groups ", describe_groups(groups),
+                                     ", world ", world_);
+    run_everywhere(ir::OpKind::kAllReduce, attrs, parts, what);
+    if (HasFatalFailure()) return;
+    for (int d = 0; d < world_; ++d) {
+      const std::vector<int> group = group_of(groups, d);
+      for (size_t t = 0; t < tensors; ++t) {
+        std::vector<T> want(static_cast<size_t>(parts[d].inputs[t]->numel));
+        std::vector<T> values(group.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          for (size_t q = 0; q < group.size(); ++q) values[q] = data_of<T>(parts, group[q], t)[i];
+          want[i] = reduce_in_rank_order(reduce, scale, values);
+        }
+        expect_output(parts, d, t, want, what);
+      }
+    }
+  }
+
+  // all_gather along dim 0 of count elements a device.
+  template <typename T>
+  void all_gather_case(DType dtype, int64_t count, const ReplicaGroups& groups) {
+    ir::CollectiveAttrs attrs;
+    attrs.groups = groups;
+    const int64_t size = static_cast<int64_t>(group_of(groups, 0).size());
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      parts[d].inputs.push_back(filled(dtype, d, 0, count));
+      parts[d].outputs.push_back(output(dtype, size * count));
+    }
+    const std::string what = str_cat("all_gather of ", dtype_name(dtype), "[", count, "], groups ",
+                                     describe_groups(groups), ", world ", world_);
+    run_everywhere(ir::OpKind::kAllGather, attrs, parts, what);
+    if (HasFatalFailure()) return;
+    for (int d = 0; d < world_; ++d) {
+      std::vector<T> want;
+      for (int member : group_of(groups, d)) want.insert(want.end(), data_of<T>(parts, member), data_of<T>(parts, member) + count);
+      expect_output(parts, d, 0, want, what);
+    }
+  }
+
+  // reduce_scatter along dim 0: group size x count elements in, count out.
+  template <typename T>
+  void reduce_scatter_case(DType dtype, int64_t count, ReduceType reduce, const ReplicaGroups& groups) {
+    ir::CollectiveAttrs attrs;
+    attrs.reduce = reduce;
+    attrs.scale = reduce == ReduceType::kSum && dtype != DType::kBool ? 0.5 : 1.0;
+    attrs.groups = groups;
+    const size_t size = group_of(groups, 0).size();
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      parts[d].inputs.push_back(filled(dtype, d, 0, static_cast<int64_t>(size) * count));
+      parts[d].outputs.push_back(output(dtype, count));
+    }
+    const std::string what = str_cat("reduce_scatter(", reduce_type_name(reduce), ") of ", dtype_name(dtype), "[",
+                                     size, " x ", count, "], groups ", describe_groups(groups), ", world ", world_);
+    run_everywhere(ir::OpKind::kReduceScatter, attrs, parts, what);
+    if (HasFatalFailure()) return;
+    for (int d = 0; d < world_; ++d) {
+      const std::vector<int> group = group_of(groups, d);
+      const auto rank = static_cast<int64_t>(std::find(group.begin(), group.end(), d) - group.begin());
+      std::vector<T> want(static_cast<size_t>(count));
+      std::vector<T> values(group.size());
+      for (int64_t i = 0; i < count; ++i) {
+        for (size_t q = 0; q < group.size(); ++q) values[q] = data_of<T>(parts, group[q])[rank * count + i];
+        want[static_cast<size_t>(i)] = reduce_in_rank_order(reduce, attrs.scale, values);
+      }
+      expect_output(parts, d, 0, want, what);
+    }
+  }
+
+  // all_to_all, split and concat along dim 0: rank r gets block r of every
+  // member's input, in rank order.
+  template <typename T>
+  void all_to_all_case(DType dtype, int64_t count, const ReplicaGroups& groups) {
+    ir::CollectiveAttrs attrs;
+    attrs.groups = groups;
+    const size_t size = group_of(groups, 0).size();
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      parts[d].inputs.push_back(filled(dtype, d, 0, static_cast<int64_t>(size) * count));
+      parts[d].outputs.push_back(output(dtype, static_cast<int64_t>(size) * count));
+    }
+    const std::string what = str_cat("all_to_all of ", dtype_name(dtype), "[", size, " x ", count, "], groups ",
+                                     describe_groups(groups), ", world ", world_);
+    run_everywhere(ir::OpKind::kAllToAll, attrs, parts, what);
+    if (HasFatalFailure()) return;
+    for (int d = 0; d < world_; ++d) {
+      const std::vector<int> group = group_of(groups, d);
+      const auto rank = static_cast<int64_t>(std::find(group.begin(), group.end(), d) - group.begin());
+      std::vector<T> want;
+      for (int member : group) {
+        const T* block = data_of<T>(parts, member) + rank * count;
+        want.insert(want.end(), block, block + count);
+      }
+      expect_output(parts, d, 0, want, what);
+    }
+  }
+
+  // collective_permute: a target gets its source's input, others zeros.
+  template <typename T>
+  void permute_case(DType dtype, int64_t count, const std::vector<std::pair<int, int>>& pairs) {
+    ir::CollectiveAttrs attrs;
+    attrs.pairs = pairs;
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      parts[d].inputs.push_back(filled(dtype, d, 0, count));
+      parts[d].outputs.push_back(output(dtype, count));
+    }
+    std::string what = str_cat("collective_permute of ", dtype_name(dtype), "[", count, "], world ", world_, ", pairs");
+    for (const auto& [from, to] : pairs) what += str_cat(" ", from, "->", to);
+    run_everywhere(ir::OpKind::kCollectivePermute, attrs, parts, what);
+    if (HasFatalFailure()) return;
+    for (int d = 0; d < world_; ++d) {
+      std::vector<T> want(static_cast<size_t>(count), T{});
+      for (const auto& [from, to] : pairs) {
+        if (to == d) want.assign(data_of<T>(parts, from), data_of<T>(parts, from) + count);
+      }
+      expect_output(parts, d, 0, want, what);
+    }
+  }
+
+  // collective_broadcast of two tensors from a root (a global ordinal); a
+  // group without the root gets zeros.
+  template <typename T>
+  void broadcast_case(DType dtype, int64_t count, int root, const ReplicaGroups& groups) {
+    ir::CollectiveAttrs attrs;
+    attrs.root = root;
+    attrs.groups = groups;
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      for (size_t t = 0; t < 2; ++t) {
+        parts[d].inputs.push_back(filled(dtype, d, t, count + static_cast<int64_t>(t)));
+        parts[d].outputs.push_back(output(dtype, count + static_cast<int64_t>(t)));
+      }
+    }
+    const std::string what = str_cat("collective_broadcast from ", root, " of ", dtype_name(dtype), "[", count,
+                                     "], groups ", describe_groups(groups), ", world ", world_);
+    run_everywhere(ir::OpKind::kCollectiveBroadcast, attrs, parts, what);
+    if (HasFatalFailure()) return;
+    for (int d = 0; d < world_; ++d) {
+      const std::vector<int> group = group_of(groups, d);
+      const bool has_root = std::find(group.begin(), group.end(), root) != group.end();
+      for (size_t t = 0; t < 2; ++t) {
+        const auto n = static_cast<size_t>(count) + t;
+        std::vector<T> want(n, T{});
+        if (has_root) want.assign(data_of<T>(parts, root, t), data_of<T>(parts, root, t) + n);
+        expect_output(parts, d, t, want, what);
+      }
+    }
+  }
+
+  // A float32 all_reduce of 4 elements on every device, checked: the
+  // devices' collectives are still aligned after a failure.
+  void expect_aligned(const std::string& after) {
+    all_reduce_case<float>(DType::kFloat32, 4, ReduceType::kSum, 1.0, {}, 1);
+    EXPECT_FALSE(HasFailure()) << "the next collective after " << after;
+  }
+
+  std::vector<DevicePart> small_parts(DType dtype = DType::kFloat32, int64_t count = 4) const {
+    std::vector<DevicePart> parts(world_);
+    for (int d = 0; d < world_; ++d) {
+      parts[d].inputs.push_back(filled(dtype, d, 0, count));
+      parts[d].outputs.push_back(output(dtype, count));
+    }
+    return parts;
+  }
+
+  int world_ = 1;
+  std::unique_ptr<comm::Communicator> comm_;
+};
+
+TEST_P(Conformance, AllReduce) {
+  for (const int64_t count : kCounts) {
+    for (const DType dtype : kDTypes) {
+      for (const ReduceType reduce : reduce_types_of(dtype)) {
+        if (!covers(count, dtype, reduce)) continue;
+        const bool bitwise = reduce == ReduceType::kAnd || reduce == ReduceType::kOr;
+        for (const bool grouped : {false, true}) {
+          const ReplicaGroups groups = grouped ? groups_for(world_, false) : ReplicaGroups{};
+          const double scale = bitwise || !grouped ? 1.0 : 0.25;
+          ORDO_DISPATCH_DTYPE(dtype, T, all_reduce_case<T>(dtype, count, reduce, scale, groups, 1));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, CoalescedAllReduce) {
+  for (const int64_t count : {int64_t{0}, int64_t{7}, int64_t{5000}}) {
+    all_reduce_case<float>(DType::kFloat32, count, ReduceType::kSum, 1.0, {}, 3);
+    all_reduce_case<int32_t>(DType::kInt32, count, ReduceType::kMax, 1.0, groups_for(world_, false), 3);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_P(Conformance, AllGather) {
+  for (const int64_t count : kCounts) {
+    for (const DType dtype : kDTypes) {
+      for (const bool grouped : {false, true}) {
+        if (!covers(count, dtype)) continue;
+        const ReplicaGroups groups = grouped ? groups_for(world_, true) : ReplicaGroups{};
+        ORDO_DISPATCH_DTYPE(dtype, T, all_gather_case<T>(dtype, count, groups));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, ReduceScatter) {
+  for (const int64_t count : kCounts) {
+    for (const DType dtype : kDTypes) {
+      for (const ReduceType reduce : reduce_types_of(dtype)) {
+        if (!covers(count, dtype, reduce)) continue;
+        for (const bool grouped : {false, true}) {
+          const ReplicaGroups groups = grouped ? groups_for(world_, true) : ReplicaGroups{};
+          ORDO_DISPATCH_DTYPE(dtype, T, reduce_scatter_case<T>(dtype, count, reduce, groups));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, AllToAll) {
+  for (const int64_t count : kCounts) {
+    for (const DType dtype : kDTypes) {
+      for (const bool grouped : {false, true}) {
+        if (!covers(count, dtype)) continue;
+        const ReplicaGroups groups = grouped ? groups_for(world_, true) : ReplicaGroups{};
+        ORDO_DISPATCH_DTYPE(dtype, T, all_to_all_case<T>(dtype, count, groups));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, CollectivePermute) {
+  std::vector<std::pair<int, int>> ring, evens_to_odds;
+  for (int d = 0; d < world_; ++d) {
+    ring.push_back({d, (d + 1) % world_});
+    if (d % 2 == 0 && d + 1 < world_) evens_to_odds.push_back({d, d + 1});
+  }
+  for (const int64_t count : kCounts) {
+    for (const DType dtype : kDTypes) {
+      for (const auto* pairs : {&ring, &evens_to_odds}) {
+        if (!covers(count, dtype)) continue;
+        ORDO_DISPATCH_DTYPE(dtype, T, permute_case<T>(dtype, count, *pairs));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, CollectiveBroadcast) {
+  for (const int64_t count : kCounts) {
+    for (const DType dtype : kDTypes) {
+      for (const bool grouped : {false, true}) {
+        if (!covers(count, dtype)) continue;
+        const ReplicaGroups groups = grouped ? groups_for(world_, false) : ReplicaGroups{};
+        ORDO_DISPATCH_DTYPE(dtype, T, broadcast_case<T>(dtype, count, world_ - 1, groups));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Failure cases need a peer.
+class ConformanceFailures : public Conformance {};
+
+TEST_P(ConformanceFailures, AMismatchFailsEveryDeviceAndKeepsThemAligned) {
+  std::vector<DevicePart> parts = small_parts();
+  const int odd = world_ - 1;
+  parts[odd].inputs[0] = filled(DType::kInt32, odd, 0, 4);  // another dtype
+  parts[odd].outputs[0] = output(DType::kInt32, 4);
+  const Outcome outcome = run_collective(*comm_, ir::OpKind::kAllReduce,
+                                         std::vector<ir::CollectiveAttrs>(world_), parts);
+  for (int d = 0; d < world_; ++d) {
+    EXPECT_EQ(outcome.codes[d], ErrorCode::kCollectiveMismatch) << outcome.errors[d];
+    EXPECT_NE(outcome.errors[d].find(str_cat("device ", odd, " runs all_reduce(sum, scale 1) of int32[4]")),
+              std::string::npos)
+        << outcome.errors[d];
+  }
+  expect_aligned("a mismatch");
+}
+
+TEST_P(ConformanceFailures, AMissingDeviceTimesOutNamingIt) {
+  set_collective_timeouts({0.05, 0.2});
+  std::vector<DevicePart> parts = small_parts();
+  const int missing = world_ - 1;
+  const Clock::time_point start = Clock::now();
+  const Outcome outcome = run_collective(*comm_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
+                                         parts, [missing](int d) { return d == missing; });
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  for (int d = 0; d < missing; ++d) {
+    EXPECT_EQ(outcome.codes[d], ErrorCode::kCollectiveTimeout) << outcome.errors[d];
+    EXPECT_NE(outcome.errors[d].find(str_cat("missing devices: ", missing, " (has not reached a collective yet)")),
+              std::string::npos)
+        << outcome.errors[d];
+  }
+}
+
+TEST_P(ConformanceFailures, AnAbandonedCollectiveFailsItsPeersAndKeepsThemAligned) {
+  std::vector<DevicePart> parts = small_parts();
+  const int quitter = world_ - 1;
+  std::thread abandoner([&] {
+    comm_->abandon(ir::OpKind::kAllReduce, ir::CollectiveAttrs{}, quitter, "its graph failed before it");
+  });
+  const Outcome outcome = run_collective(*comm_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
+                                         parts, [quitter](int d) { return d == quitter; });
+  abandoner.join();
+  for (int d = 0; d < quitter; ++d) {
+    EXPECT_EQ(outcome.codes[d], ErrorCode::kCollective) << outcome.errors[d];
+    EXPECT_NE(outcome.errors[d].find(str_cat("device ", quitter, " will not join all_reduce")), std::string::npos)
+        << outcome.errors[d];
+    EXPECT_NE(outcome.errors[d].find("its graph failed before it"), std::string::npos) << outcome.errors[d];
+  }
+  expect_aligned("an abandoned collective");
+}
+
+TEST_P(ConformanceFailures, AFailedDeviceFailsCollectivesWaitingNowAndLater) {
+  std::vector<DevicePart> parts = small_parts();
+  const int failed = world_ - 1;
+  std::thread failer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
+    comm_->mark_device_failed(failed, "its thread died");
+  });
+  const Outcome waiting = run_collective(*comm_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
+                                         parts, [failed](int d) { return d == failed; });
+  failer.join();
+  const Outcome later = run_collective(*comm_, ir::OpKind::kAllGather, std::vector<ir::CollectiveAttrs>(world_),
+                                       parts, [failed](int d) { return d == failed; });
+  for (const Outcome* outcome : {&waiting, &later}) {
+    for (int d = 0; d < failed; ++d) {
+      EXPECT_EQ(outcome->codes[d], ErrorCode::kCollective) << outcome->errors[d];
+      EXPECT_NE(outcome->errors[d].find(str_cat("device ", failed, " is gone (its thread died)")), std::string::npos)
+          << outcome->errors[d];
+    }
+  }
+}
+
+TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
+  const int absent = world_ - 1;
+  comm_->mark_device_absent(absent, "its spawn function returned", comm_->absence_epoch(absent));
+  std::vector<DevicePart> parts = small_parts();
+  const Outcome outcome = run_collective(*comm_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
+                                         parts, [absent](int d) { return d == absent; });
+  for (int d = 0; d < absent; ++d) {
+    EXPECT_EQ(outcome.codes[d], ErrorCode::kCollective) << outcome.errors[d];
+    EXPECT_NE(outcome.errors[d].find(str_cat("device ", absent, " is gone (its spawn function returned)")),
+              std::string::npos)
+        << outcome.errors[d];
+  }
+  // A fresh communicator: after the failure the group is out of step (the
+  // absent device never took its sequence number). A mark asked before a
+  // clear is void, so every device meets.
+  comm_ = backends()[std::get<0>(GetParam())].make(world_);
+  const uint64_t before_clear = comm_->absence_epoch(absent);
+  comm_->clear_device_absent(absent);
+  comm_->mark_device_absent(absent, "a stale mark", before_clear);
+  expect_aligned("a stale absence mark");
+}
+
+std::string name_of(const ::testing::TestParamInfo<Param>& info) {
+  return backends()[std::get<0>(info.param)].name + "_world" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
+                         ::testing::Combine(::testing::Range<size_t>(0, backends().size()), ::testing::Range(1, 9)),
+                         name_of);
+INSTANTIATE_TEST_SUITE_P(Backends, ConformanceFailures,
+                         ::testing::Combine(::testing::Range<size_t>(0, backends().size()), ::testing::Range(2, 9)),
+                         name_of);
+
+}  // namespace
+}  // namespace ordo::conformance
