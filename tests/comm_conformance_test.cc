@@ -104,11 +104,9 @@ ReplicaGroups groups_for(int world, bool equal_sizes) {
   return {everyone};
 }
 
-std::string describe_groups(const ReplicaGroups& groups) {
-  if (groups.empty()) return "none";
-  std::string s = "[";
-  for (size_t g = 0; g < groups.size(); ++g) s += (g ? ", " : "") + comm::describe_group(groups[g]);
-  return s + "]";
+// For case names: comm's own description, or "none".
+std::string groups_text(const ReplicaGroups& groups) {
+  return groups.empty() ? "none" : comm::describe_groups(groups);
 }
 
 template <typename T>
@@ -206,7 +204,7 @@ class Conformance : public ::testing::TestWithParam<Param> {
       }
     }
     const std::string what = str_cat("all_reduce(", reduce_type_name(reduce), ", scale ", scale, ") of ", tensors,
-                                     " x ", dtype_name(dtype), "[", count, "], groups ", describe_groups(groups),
+                                     " x ", dtype_name(dtype), "[", count, "], groups ", groups_text(groups),
                                      ", world ", world_);
     run_everywhere(ir::OpKind::kAllReduce, attrs, parts, what);
     if (HasFatalFailure()) return;
@@ -236,7 +234,7 @@ class Conformance : public ::testing::TestWithParam<Param> {
       parts[d].outputs.push_back(output(dtype, size * count));
     }
     const std::string what = str_cat("all_gather of ", dtype_name(dtype), "[", count, "], groups ",
-                                     describe_groups(groups), ", world ", world_);
+                                     groups_text(groups), ", world ", world_);
     run_everywhere(ir::OpKind::kAllGather, attrs, parts, what);
     if (HasFatalFailure()) return;
     for (int d = 0; d < world_; ++d) {
@@ -260,7 +258,7 @@ class Conformance : public ::testing::TestWithParam<Param> {
       parts[d].outputs.push_back(output(dtype, count));
     }
     const std::string what = str_cat("reduce_scatter(", reduce_type_name(reduce), ") of ", dtype_name(dtype), "[",
-                                     size, " x ", count, "], groups ", describe_groups(groups), ", world ", world_);
+                                     size, " x ", count, "], groups ", groups_text(groups), ", world ", world_);
     run_everywhere(ir::OpKind::kReduceScatter, attrs, parts, what);
     if (HasFatalFailure()) return;
     for (int d = 0; d < world_; ++d) {
@@ -289,7 +287,7 @@ class Conformance : public ::testing::TestWithParam<Param> {
       parts[d].outputs.push_back(output(dtype, static_cast<int64_t>(size) * count));
     }
     const std::string what = str_cat("all_to_all of ", dtype_name(dtype), "[", size, " x ", count, "], groups ",
-                                     describe_groups(groups), ", world ", world_);
+                                     groups_text(groups), ", world ", world_);
     run_everywhere(ir::OpKind::kAllToAll, attrs, parts, what);
     if (HasFatalFailure()) return;
     for (int d = 0; d < world_; ++d) {
@@ -342,7 +340,7 @@ class Conformance : public ::testing::TestWithParam<Param> {
       }
     }
     const std::string what = str_cat("collective_broadcast from ", root, " of ", dtype_name(dtype), "[", count,
-                                     "], groups ", describe_groups(groups), ", world ", world_);
+                                     "], groups ", groups_text(groups), ", world ", world_);
     run_everywhere(ir::OpKind::kCollectiveBroadcast, attrs, parts, what);
     if (HasFatalFailure()) return;
     for (int d = 0; d < world_; ++d) {
