@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# A/B runs of the core and all_reduce benchmarks: the commit BASE (default:
+# the first parent of HEAD) against the working tree, alternated run by run,
+# with each figure's median and their ratio. Usage:
+#   scripts/bench-ab.sh [BASE [RUNS]]
+# Pass the same commit twice (BASE=HEAD) to see the machine's noise: an A/A run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base_rev="${1:-HEAD^}"
+runs="${2:-8}"
+scripts/build.sh
+base_src="build/ab-base/src"
+rm -rf "$base_src"
+mkdir -p "$base_src"
+git archive "$base_rev" | tar -x -C "$base_src"
+cmake -S "$base_src" -B build/ab-base/build -G Ninja -DORDO_BUILD_TESTS=OFF -DORDO_BUILD_PYTHON=OFF >/dev/null
+cmake --build build/ab-base/build --target ordo_bench_core ordo_bench_allreduce >/dev/null
+echo "base: $(git rev-parse --short "$base_rev"); head: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + uncommitted changes')"
+/usr/bin/python3 bench/ab.py build/ab-base/build build --runs "$runs"
