@@ -3,7 +3,6 @@
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
 #include "executor/run.h"
-#include "ir/collective_attrs.h"
 #include "ir/post_order.h"
 #include "lazy/graph_table.h"
 #include "ordo/runtime.h"

@@ -44,10 +44,13 @@ GraphTable& graphs() {
   return *g_table;
 }
 
-std::unique_ptr<GraphTable> release_graphs() {
+void stop_graphs_and_runtime() {
   std::lock_guard<std::mutex> lock(g_tables_mu);
   g_current.store(nullptr, std::memory_order_release);
-  return std::move(g_table);
+  // Freed under the lock: the next runtime's graphs take the same pending
+  // lists, which freeing a graph empties.
+  const std::unique_ptr<GraphTable> released = std::move(g_table);
+  runtime::stop();
 }
 
 }  // namespace ordo::lazy

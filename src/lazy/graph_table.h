@@ -5,10 +5,9 @@
 //   std::lock_guard<std::mutex> lock(graphs.graph(index).mu);
 //
 // Lifetime: a table belongs to one runtime (its generation). The first
-// lazy use of a runtime makes its table; ordo::shutdown releases it before
-// the runtime stops, and frees it after the runtime's workers are joined
-// (api/runtime.cc). A forked child forgets its parent's table, as it
-// forgets its runtime.
+// lazy use of a runtime makes its table; ordo::shutdown (api/lifecycle.cc)
+// releases it, stops the runtime, then frees it. A forked child forgets
+// its parent's table, as it forgets its runtime.
 //
 // Locking: a table mutex serializes making and releasing tables; making one
 // may start the runtime, so it is taken before the runtime's lifecycle
@@ -45,8 +44,10 @@ class GraphTable {
 // The running runtime's table, made on first use (starting the runtime from
 // ORDO_NUM_DEVICES if none runs).
 GraphTable& graphs();
-// Shutdown's first step: no table is current from now on. The caller frees
-// the returned one (null if none was made) once the runtime has stopped.
-std::unique_ptr<GraphTable> release_graphs();
+// ordo::shutdown: no table is current from now on, the runtime stops
+// (runtime::stop) before another table can be made, and the released
+// table is freed after that: its graphs outlive the workers, as they did
+// when the runtime held them.
+void stop_graphs_and_runtime();
 
 }  // namespace ordo::lazy

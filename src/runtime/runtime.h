@@ -2,7 +2,7 @@
 // per device of this process (by its index in the process) its Device
 // (worker). Started on first use or by ordo::init; the layers above keep
 // their per-device state beside it (lazy::GraphTable), and ordo::shutdown
-// stops them in order (api/runtime.cc).
+// stops them in order (api/lifecycle.cc).
 //
 // Locking: starting and stopping are serialized by a lifecycle mutex (a
 // leaf but for the runtime's own construction and destruction); stop()

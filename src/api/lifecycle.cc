@@ -8,12 +8,7 @@ namespace ordo {
 
 void init(int num_devices) { runtime::start(num_devices); }
 
-void shutdown() {
-  // Nothing traces once the graphs are released; the graphs are freed after
-  // the workers are joined, as they were when the runtime held them.
-  std::unique_ptr<lazy::GraphTable> graphs = lazy::release_graphs();
-  runtime::stop();
-}
+void shutdown() { lazy::stop_graphs_and_runtime(); }
 
 bool is_initialized() { return runtime::is_running(); }
 
