@@ -7,7 +7,7 @@
 #include "executor/compiler.h"
 #include "ir/post_order.h"
 #include "lazy/tensor_impl.h"
-#include "runtime/runtime.h"
+#include "lazy/graph_table.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -164,7 +164,7 @@ TEST_F(ExecutorTest, RandomScheduleGivesBitwiseTheSameResults) {
 
 TEST_F(ExecutorTest, RandomSchedulesHonourEveryEdgeAndDiffer) {
   Tensor y = branchy_graph(rand_uniform({4, 4}, 1));
-  auto& graph = runtime::get().graph(0);
+  auto& graph = lazy::graphs().graph(0);
   std::lock_guard<std::mutex> lock(graph.mu);
   ir::Value root = y.impl()->value;
   const ir::PostOrder walk = ir::post_order({&root, 1});
@@ -189,7 +189,7 @@ TEST_F(ExecutorTest, RandomSchedulesHonourEveryEdgeAndDiffer) {
 TEST_F(ExecutorTest, IntermediatesAreReleasedAfterTheirLastUse) {
   Tensor x = from_vector<float>({1, 2}, {2});
   Tensor y = exp(exp(exp(x) + 1.0));
-  auto& graph = runtime::get().graph(0);
+  auto& graph = lazy::graphs().graph(0);
   std::lock_guard<std::mutex> lock(graph.mu);
   ir::Value root = y.impl()->value;
   const ir::PostOrder walk = ir::post_order({&root, 1});

@@ -12,7 +12,7 @@
 #include "ir/post_order.h"
 #include "kernels/fused.h"
 #include "lazy/tensor_impl.h"
-#include "runtime/runtime.h"
+#include "lazy/graph_table.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -23,7 +23,7 @@ using FusionTest = testing::OneDeviceTest;
 // The plan the default options compile for the graph of tensors.
 std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>& tensors,
                                                         ScheduleOptions options = {}) {
-  auto& graph = runtime::get().graph(0);
+  auto& graph = lazy::graphs().graph(0);
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<ir::Value> roots;
   for (const Tensor& t : tensors) roots.push_back(t.impl()->value);

@@ -1,6 +1,9 @@
 #include "executor/compile_cache.h"
 
+#include <pthread.h>
+
 #include "ordo/error.h"
+#include "runtime/runtime.h"
 
 namespace ordo::executor {
 
@@ -42,7 +45,15 @@ void CompileCache::reset(int64_t capacity) {
 }
 
 CompileCache& compile_cache() {
-  static CompileCache* cache = new CompileCache(1024);  // outlives every worker
+  static CompileCache* const cache = [] {
+    // Held around fork() (runtime/fork.cc): after the runtime's handlers,
+    // so that the cache is locked before the buffer pool its evictions free
+    // into.
+    runtime::register_fork_handlers();
+    pthread_atfork([] { compile_cache().lock_for_fork(); }, [] { compile_cache().unlock_after_fork(); },
+                   [] { compile_cache().unlock_after_fork(); });
+    return new CompileCache(1024);  // outlives every worker
+  }();
   return *cache;
 }
 

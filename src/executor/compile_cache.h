@@ -1,7 +1,9 @@
 // The compile cache: plans by (graph hash, schedule), least recently used
 // evicted first, with hit and miss counts.
 //
-// Locking: mu_ guards everything; compiling happens outside it.
+// Locking: mu_ guards everything; compiling happens outside it. Evicting
+// a plan frees its buffers into the buffer pool (device::BufferPool's
+// mutex) under mu_.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,8 @@ class CompileCache {
   void insert(uint64_t key, std::shared_ptr<const ExecutionPlan> plan);
   CompileCacheStats stats();
   void reset(int64_t capacity);
-  // Held around fork() (runtime/fork.cc): a child finds the cache whole.
+  // Held around fork() (registered by compile_cache(); see runtime/fork.cc):
+  // a child finds the cache whole.
   void lock_for_fork() { mu_.lock(); }
   void unlock_after_fork() { mu_.unlock(); }
 

@@ -271,27 +271,4 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const 
 void set_token_edges_enabled(bool enabled) { g_token_edges.store(enabled); }
 bool token_edges_enabled() { return g_token_edges.load(); }
 
-void mark_device_failed(int device, const std::string& reason) {
-  runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  rt.communicator().mark_device_failed(rt.global_ordinal(device), reason);
-}
-
-void mark_device_absent(int device, const std::string& reason) {
-  runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  // A clear_device_absent before the mark takes effect cancels it.
-  const int ordinal = rt.global_ordinal(device);
-  const uint64_t epoch = rt.communicator().absence_epoch(ordinal);
-  rt.tell_after_queue(device, [ordinal, reason, epoch](comm::Communicator& communicator) {
-    communicator.mark_device_absent(ordinal, reason, epoch);
-  });
-}
-
-void clear_device_absent(int device) {
-  runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  rt.communicator().clear_device_absent(rt.global_ordinal(device));
-}
-
 }  // namespace ordo

@@ -51,13 +51,14 @@ class alignas(64) PendingList {
   // Called by a dying tensor that was listed here.
   void remove(TensorImpl& tensor);
 
-  // Every list is held around fork() (runtime/fork.cc), so that a child
-  // finds their links whole. The child's lists start empty: the parent's
-  // pending tensors are detached, and die there without touching a list.
-  static void lock_all_for_fork();
-  static void unlock_all_after_fork(bool in_child);
 
  private:
+  // Every list is held around fork() (registered by the first for_device;
+  // see runtime/fork.cc), so that a child finds their links whole. The
+  // child's lists start empty: the parent's pending tensors are detached,
+  // and die there without touching a list.
+  static void lock_all_for_fork();
+  static void unlock_all_after_fork(bool in_child);
   void unlink_locked(TensorImpl& tensor);
 
   SpinLock mu_;

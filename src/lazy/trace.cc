@@ -1,6 +1,6 @@
 #include "lazy/trace.h"
 
-#include "runtime/runtime.h"
+#include "lazy/graph_table.h"
 
 namespace ordo::lazy {
 namespace {
@@ -24,12 +24,12 @@ ir::Value value_of(TensorImpl& tensor) {
 }
 
 int common_device(std::string_view what, std::span<const Tensor* const> inputs) {
-  runtime::Runtime& rt = runtime::get();
+  const uint64_t generation = graphs().generation();
   int device = -1;
   for (const Tensor* input : inputs) {
     ORDO_ARG_CHECK(input->defined(), what, ": an input tensor is undefined");
     const TensorImpl& impl = *input->impl();
-    ORDO_ARG_CHECK(impl.generation == rt.generation(), what,
+    ORDO_ARG_CHECK(impl.generation == generation, what,
                    ": an input tensor belongs to a runtime that was shut down",
                    " (or to the parent's, in a forked process)");
     ORDO_ARG_CHECK(device < 0 || impl.device == device, what, ": inputs are on devices ", device,
@@ -43,8 +43,8 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
               ir::Attrs attrs, bool chain_token) {
   for (const ir::ValueType& type : outputs) check_output(op, type);
   const int device = inputs.front()->impl()->device;
-  runtime::Runtime& rt = runtime::get();
-  DeviceGraph& graph = rt.graph(device);
+  GraphTable& table = graphs();
+  DeviceGraph& graph = table.graph(device);
   ir::ValueList operands;
   operands.reserve(inputs.size() + 1);
   Tensors results;
@@ -74,7 +74,7 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
       if (chain_token) graph.cc_token = std::move(value);
       continue;
     }
-    auto impl = make_tensor_impl(type.dtype, type.shape, device, rt.generation());
+    auto impl = make_tensor_impl(type.dtype, type.shape, device, table.generation());
     impl->value = std::move(value);
     graph.register_pending(*impl);
     results.emplace_back(std::move(impl));
@@ -92,9 +92,9 @@ Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::Va
 
 Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs) {
   check_output(op, output);
-  runtime::Runtime& rt = runtime::get();
-  DeviceGraph& graph = rt.graph(device);
-  auto impl = make_tensor_impl(output.dtype, output.shape, device, rt.generation());
+  GraphTable& table = graphs();
+  DeviceGraph& graph = table.graph(device);
+  auto impl = make_tensor_impl(output.dtype, output.shape, device, table.generation());
   ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device);
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
@@ -103,7 +103,7 @@ Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs att
 }
 
 Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device) {
-  auto impl = make_tensor_impl(data->dtype(), data->shape(), device, runtime::get().generation());
+  auto impl = make_tensor_impl(data->dtype(), data->shape(), device, graphs().generation());
   impl->data = std::move(data);
   return Tensor(std::move(impl));
 }

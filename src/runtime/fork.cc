@@ -14,40 +14,38 @@
 // beside a busy runtime, and most never use ordo: they must not hang on a
 // lock either, when the parent's tensors they inherited die.
 //
-// Locking: fork_prepare takes the locks in this order (evicting a cached
-// plan frees its buffers into the pool, so the cache comes first); none of
-// them is held while another lock is taken, apart from that.
+// Each layer registers the handlers of what it owns, no later than it is
+// first used: here the runtime's (the buffer pool, the timeouts, and
+// forgetting the runtime), in lazy/ the pending lists and the graph table,
+// in executor/ the compile cache. pthread_atfork runs prepare handlers in
+// the reverse order of registration, so a lock that is held while another
+// is taken registers after that other's: evicting a cached plan frees its
+// buffers into the pool, so the compile cache registers after these, and
+// the cache is locked before the pool. No other lock taken here is held
+// while another is taken.
 #include <pthread.h>
 
 #include <mutex>
 
 #include "comm/timeouts.h"
 #include "device/buffer_pool.h"
-#include "executor/compile_cache.h"
-#include "lazy/pending_list.h"
 #include "runtime/runtime.h"
 
 namespace ordo::runtime {
 namespace {
 
 void fork_prepare() {
-  executor::compile_cache().lock_for_fork();
   device::BufferPool::global().lock_for_fork();
   comm::lock_timeouts_for_fork();
-  lazy::PendingList::lock_all_for_fork();
 }
 
-void unlock_after_fork(bool in_child) {
-  lazy::PendingList::unlock_all_after_fork(in_child);
+void fork_parent() {
   comm::unlock_timeouts_after_fork();
   device::BufferPool::global().unlock_after_fork();
-  executor::compile_cache().unlock_after_fork();
 }
 
-void fork_parent() { unlock_after_fork(/*in_child=*/false); }
-
 void fork_child() {
-  unlock_after_fork(/*in_child=*/true);
+  fork_parent();
   forget_runtime_in_forked_child();
 }
 

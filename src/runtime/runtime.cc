@@ -9,9 +9,7 @@
 
 #include "comm/factory.h"
 #include "device/cpu_placement.h"
-#include "ordo/collectives.h"
 #include "ordo/error.h"
-#include "ordo/runtime.h"
 
 namespace ordo::runtime {
 namespace {
@@ -59,7 +57,6 @@ Runtime::Runtime(comm::Topology topology, uint64_t generation)
   if (device::cpu_binding_enabled()) device::usable_cpu_count();
   for (int index = 0; index < topology_.local_devices(); ++index) {
     const int ordinal = topology_.global_ordinal(index);
-    graphs_.push_back(std::make_unique<lazy::DeviceGraph>(index));
     devices_.push_back(std::make_unique<device::Device>(ordinal, topology_.host_ordinal(ordinal), *communicator_));
   }
 }
@@ -113,6 +110,31 @@ void forget_runtime_in_forked_child() {
   (void)g_runtime.release();
 }
 
+void start(int num_devices) {
+  check_num_devices(num_devices, "init");
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (g_runtime) {
+    ORDO_ARG_CHECK(g_runtime->num_devices() == num_devices, "init: the runtime already runs with ",
+                   g_runtime->num_devices(), " devices; call shutdown() before init(", num_devices, ")");
+    return;
+  }
+  start_locked(num_devices);
+}
+
+void stop() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (!g_runtime) return;
+  g_current.store(nullptr, std::memory_order_release);
+  // Destroying the devices runs what is queued and joins the workers.
+  g_runtime.reset();
+}
+
+bool is_running() { return g_current.load(std::memory_order_acquire) != nullptr; }
+
+int thread_device() { return t_current_device; }
+
+void set_thread_device(int device) { t_current_device = device; }
+
 int resolve_device(int device) {
   Runtime& rt = get();
   ORDO_ARG_CHECK(device >= kCurrentDevice, "device ", device, " does not exist: this runtime has ",
@@ -124,62 +146,3 @@ int resolve_device(int device) {
 }
 
 }  // namespace ordo::runtime
-
-namespace ordo {
-
-void init(int num_devices) {
-  runtime::check_num_devices(num_devices, "init");
-  std::lock_guard<std::mutex> lock(runtime::g_lifecycle_mu);
-  if (runtime::g_runtime) {
-    ORDO_ARG_CHECK(runtime::g_runtime->num_devices() == num_devices,
-                   "init: the runtime already runs with ", runtime::g_runtime->num_devices(),
-                   " devices; call shutdown() before init(", num_devices, ")");
-    return;
-  }
-  runtime::start_locked(num_devices);
-}
-
-void shutdown() {
-  std::lock_guard<std::mutex> lock(runtime::g_lifecycle_mu);
-  if (!runtime::g_runtime) return;
-  runtime::g_current.store(nullptr, std::memory_order_release);
-  // Destroying the devices runs what is queued and joins the workers.
-  runtime::g_runtime.reset();
-}
-
-bool is_initialized() { return runtime::g_current.load(std::memory_order_acquire) != nullptr; }
-
-int num_devices() { return runtime::get().num_devices(); }
-
-int world_size() { return runtime::get().topology().world_size(); }
-
-int get_ordinal(int device) { return runtime::get().global_ordinal(runtime::resolve_device(device)); }
-
-int get_local_ordinal(int device) {
-  runtime::Runtime& rt = runtime::get();
-  return rt.topology().host_ordinal(rt.global_ordinal(runtime::resolve_device(device)));
-}
-
-int current_device() { return runtime::t_current_device; }
-
-void interrupt_device(int device, const std::string& reason) {
-  runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  // Ends after the device's queue as of now: later graphs wait as usual.
-  const int ordinal = rt.global_ordinal(device);
-  const uint64_t id = rt.communicator().interrupt(ordinal, reason);
-  rt.tell_after_queue(device, [ordinal, id](comm::Communicator& communicator) {
-    communicator.end_interrupt(ordinal, id);
-  });
-}
-
-void set_current_device(int device) {
-  runtime::get().check_device(device);
-  runtime::t_current_device = device;
-}
-
-DeviceGuard::DeviceGuard(int device) : previous_(current_device()) { set_current_device(device); }
-
-DeviceGuard::~DeviceGuard() { runtime::t_current_device = previous_; }
-
-}  // namespace ordo

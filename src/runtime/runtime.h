@@ -1,11 +1,13 @@
 // The process-wide runtime: the topology, the communicator it chose, and
 // per device of this process (by its index in the process) its Device
-// (worker) and its DeviceGraph (pending IR). Started on first use or by
-// ordo::init.
+// (worker). Started on first use or by ordo::init; the layers above keep
+// their per-device state beside it (lazy::GraphTable), and ordo::shutdown
+// stops them in order (api/lifecycle.cc).
 //
-// Locking: starting and shutting down are serialized by a global mutex;
-// shutdown() must not race with other calls into ordo (documented in the
-// public header). Everything else reaches a started runtime lock-free.
+// Locking: starting and stopping are serialized by a lifecycle mutex (a
+// leaf but for the runtime's own construction and destruction); stop()
+// must not race with other calls into ordo (documented in the public
+// header). Everything else reaches a started runtime lock-free.
 #pragma once
 
 #include <memory>
@@ -15,7 +17,6 @@
 #include "comm/communicator.h"
 #include "comm/topology.h"
 #include "device/device.h"
-#include "lazy/device_graph.h"
 
 namespace ordo::runtime {
 
@@ -34,7 +35,6 @@ class Runtime {
   // Throws InvalidArgument for an index that is not one of this process's devices.
   void check_device(int index) const;
   device::Device& device(int index) { return *devices_[index]; }
-  lazy::DeviceGraph& graph(int index) { return *graphs_[index]; }
   // The global ordinal of this process's device `index`.
   int global_ordinal(int index) const { return topology_.global_ordinal(index); }
   comm::Communicator& communicator() { return *communicator_; }
@@ -48,19 +48,30 @@ class Runtime {
   const comm::Topology topology_;
   const uint64_t generation_;
   std::unique_ptr<comm::Communicator> communicator_;  // outlives the devices
-  std::vector<std::unique_ptr<lazy::DeviceGraph>> graphs_;
   std::vector<std::unique_ptr<device::Device>> devices_;
 };
 
 // The running runtime, started from ORDO_NUM_DEVICES if needed.
 Runtime& get();
+// Starts a runtime of num_devices devices unless one runs; one that runs
+// with another count is an InvalidArgument (ordo::init's rules).
+void start(int num_devices);
+// Stops the running runtime, if any: runs what its devices queued, joins
+// their workers and frees it.
+void stop();
+bool is_running();
+// The calling thread's current device (0 until set); set_thread_device
+// takes a device already checked.
+int thread_device();
+void set_thread_device(int device);
 // A device argument: kCurrentDevice means the calling thread's current
 // device; any other that does not exist is an InvalidArgument.
 inline constexpr int kCurrentDevice = -1;
 int resolve_device(int device);
 
-// pthread_atfork handlers, registered when the first runtime starts (see
-// fork.cc).
+// pthread_atfork handlers of the runtime, the buffer pool and the timeouts,
+// registered once, when the first runtime starts or earlier by a layer
+// above whose own handlers must come after them (see fork.cc).
 void register_fork_handlers();
 // In a forked child: no runtime runs; the parent's is left alone (its
 // threads are not there to be joined). The next use or init() starts a

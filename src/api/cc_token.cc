@@ -1,7 +1,6 @@
 // The C++ face of each device's cc token slot (lazy::DeviceGraph::cc_token).
-#include "lazy/trace.h"
+#include "lazy/graph_table.h"
 #include "ordo/collectives.h"
-#include "runtime/runtime.h"
 
 namespace ordo {
 
@@ -20,24 +19,25 @@ int CcToken::device() const {
 }
 
 CcToken get_cc_token(int device) {
-  runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  lazy::DeviceGraph& graph = rt.graph(device);
+  lazy::GraphTable& graphs = lazy::graphs();
+  graphs.runtime().check_device(device);
+  lazy::DeviceGraph& graph = graphs.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   if (!graph.cc_token.node) return CcToken();
-  return CcToken(std::make_shared<const CcToken::Impl>(CcToken::Impl{graph.cc_token, device, rt.generation(), graph.cuts}));
+  return CcToken(std::make_shared<const CcToken::Impl>(
+      CcToken::Impl{graph.cc_token, device, graphs.generation(), graph.cuts}));
 }
 
 void set_cc_token(int device, const CcToken& token) {
-  runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
+  lazy::GraphTable& graphs = lazy::graphs();
+  graphs.runtime().check_device(device);
   ORDO_ARG_CHECK(!token.defined() || token.device() == device, "set_cc_token: a token of device ",
                  token.defined() ? token.device() : -1, " cannot be the token of device ", device);
-  lazy::DeviceGraph& graph = rt.graph(device);
+  lazy::DeviceGraph& graph = graphs.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   // A token whose graph already ran counts as fresh.
   const bool current =
-      token.defined() && token.impl()->generation == rt.generation() && token.impl()->cut == graph.cuts;
+      token.defined() && token.impl()->generation == graphs.generation() && token.impl()->cut == graph.cuts;
   graph.cc_token = current ? token.impl()->value : ir::Value{};
 }
 

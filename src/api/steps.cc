@@ -1,0 +1,106 @@
+// ordo/runtime.h, the steps of a device: cutting its graph (mark_step,
+// drop_pending_graph), waiting for its queue, showing its graph, and the
+// compile cache and schedule that cuts use.
+#include "executor/compile_cache.h"
+#include "executor/graph_executor.h"
+#include "ir/collective_attrs.h"
+#include "ir/post_order.h"
+#include "lazy/graph_table.h"
+#include "lazy/trace.h"
+#include "ordo/runtime.h"
+
+namespace ordo {
+
+void mark_step(int device) { executor::sync_device(runtime::resolve_device(device), true); }
+
+void wait_device_ops(int device) {
+  runtime::Runtime& rt = runtime::get();
+  rt.check_device(device);
+  rt.device(device).worker().drain();
+}
+
+void wait_device_ops() {
+  runtime::Runtime& rt = runtime::get();
+  for (int d = 0; d < rt.num_devices(); ++d) rt.device(d).worker().drain();
+}
+
+void drop_pending_graph(int device) {
+  lazy::GraphTable& graphs = lazy::graphs();
+  const int ordinal = runtime::resolve_device(device);
+  device::Device& dev = graphs.runtime().device(ordinal);
+  lazy::DeviceGraph& graph = graphs.graph(ordinal);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  const std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
+  const std::vector<ir::Value> roots = graph.roots_of(tensors);
+  if (roots.empty()) return;
+  struct Abandoned {
+    ir::OpKind op;
+    ir::CollectiveAttrs attrs;
+  };
+  std::vector<Abandoned> collectives;
+  {
+    // In post-order, a token chain's collectives come in the chain's order.
+    const ir::PostOrder walk = ir::post_order(roots);
+    for (const ir::Node* node : walk.nodes) {
+      if (ir::op_group(node->op()) == ir::OpGroup::kCollective) {
+        collectives.push_back({node->op(), ir::decode_collective(node->attrs())});
+      }
+    }
+  }
+  const device::Failure dropped{
+      ErrorCode::kExecution,
+      str_cat("the value of this tensor was dropped with drop_pending_graph(", ordinal,
+              ") before it was computed")};
+  // Everything that may throw comes first, so that a failure leaves the
+  // graph as it was.
+  std::vector<std::shared_ptr<device::DeviceData>> failed;
+  failed.reserve(tensors.size());
+  for (const auto& tensor : tensors) {
+    failed.push_back(device::DeviceData::dropped(tensor->dtype, tensor->shape, dropped));
+  }
+  if (!collectives.empty()) {
+    // On the worker, after the graphs submitted before (under the graph
+    // mutex, like a cut): a device's collectives are numbered in the order
+    // its worker reaches them.
+    dev.worker().submit([collectives = std::move(collectives), &dev] {
+      for (const Abandoned& c : collectives) {
+        dev.communicator().abandon(c.op, c.attrs, dev.ordinal(),
+                                   "its pending graph was dropped (drop_pending_graph)");
+      }
+    });
+  }
+  graph.cut(tensors, failed);
+}
+
+std::string dump_pending_graph(int device) {
+  const int ordinal = runtime::resolve_device(device);
+  lazy::DeviceGraph& graph = lazy::graphs().graph(ordinal);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  return ir::dump(ir::post_order(graph.roots_of(graph.pending_tensors())));
+}
+
+std::string dump_graph(const std::vector<Tensor>& tensors) {
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& t : tensors) inputs.push_back(&t);
+  ORDO_ARG_CHECK(!inputs.empty(), "dump_graph: no tensors given");
+  const int device = lazy::common_device("dump_graph", inputs);
+  lazy::DeviceGraph& graph = lazy::graphs().graph(device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  std::vector<ir::Value> roots;
+  for (const Tensor* t : inputs) roots.push_back(lazy::value_of(*t->impl()));
+  return ir::dump(ir::post_order(roots));
+}
+
+CompileCacheStats compile_cache_stats() { return executor::compile_cache().stats(); }
+
+void reset_compile_cache(int64_t capacity) { executor::compile_cache().reset(capacity); }
+
+void set_schedule(int device, ScheduleOptions options) {
+  lazy::GraphTable& graphs = lazy::graphs();
+  graphs.runtime().check_device(device);
+  lazy::DeviceGraph& graph = graphs.graph(device);
+  std::lock_guard<std::mutex> lock(graph.mu);
+  graph.schedule = options;
+}
+
+}  // namespace ordo
