@@ -124,10 +124,11 @@ __attribute__((no_sanitize("undefined"))) void run_device(SpawnedDevices::State&
 
 }  // namespace
 
-SpawnedDevices::SpawnedDevices(Function fn, int count, SpawnOptions options) {
+SpawnedDevices::SpawnedDevices(Function fn, int64_t requested, SpawnOptions options) {
   const int devices = num_devices();
-  ORDO_ARG_CHECK(count >= 1 && count <= devices, "spawn: ", options.count_name, " must be in [1, ", devices,
-                 "], got ", count);
+  ORDO_ARG_CHECK(requested >= 1 && requested <= devices, "spawn: ", options.count_name, " must be in [1, ", devices,
+                 "], got ", requested);
+  const int count = static_cast<int>(requested);
   state_ = std::make_shared<State>(std::move(fn), std::move(options), count);
   threads_.reserve(static_cast<size_t>(count));
   for (int ordinal = 0; ordinal < count; ++ordinal) {

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -71,7 +72,7 @@ class SpawnedDevices {
   // devices without one are declared failed, the started threads are
   // joined, the devices may be driven again (as in finish()) and the error
   // (std::system_error) is rethrown.
-  SpawnedDevices(Function fn, int count, SpawnOptions options = {});
+  SpawnedDevices(Function fn, int64_t count, SpawnOptions options = {});
   // Joins every thread not abandoned.
   ~SpawnedDevices();
   SpawnedDevices(const SpawnedDevices&) = delete;
