@@ -26,22 +26,9 @@ using runtime::SpawnedDevices;
 using runtime::SpawnedOutcome;
 using runtime::SpawnOptions;
 
-// Far longer than a test may take: a peer must fail for the news it hears,
-// not because it timed out.
-constexpr CollectiveTimeouts kLongTimeouts{60.0, 120.0};
+using testing::kLongTimeouts;
+using SpawnedDevicesTest = testing::FourDeviceLongTimeoutsTest;
 constexpr auto kPrompt = 20s;
-
-class SpawnedDevicesTest : public testing::FourDeviceTest {
- protected:
-  void SetUp() override {
-    testing::FourDeviceTest::SetUp();
-    set_collective_timeouts(kLongTimeouts);
-  }
-  void TearDown() override {
-    set_collective_timeouts({});
-    testing::FourDeviceTest::TearDown();
-  }
-};
 
 std::string message_of(const std::exception_ptr& error) {
   if (!error) return "no exception";

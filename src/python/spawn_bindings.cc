@@ -206,7 +206,8 @@ std::vector<int> stop_spawned_threads(const PythonSpawn& python, SpawnedDevices&
       break;
     }
   }
-  std::string note = "ordo.spawn was interrupted; the devices' calls raised: " + raised_so_far(python, devices.outcomes());
+  std::string note =
+      "ordo.spawn was interrupted; the devices' calls raised: " + raised_so_far(python, devices.outcomes());
   if (!running.empty()) {
     note += "; still running: ordinals [";
     for (size_t i = 0; i < running.size(); ++i) note += str_cat(i == 0 ? "" : ", ", running[i]);
@@ -251,13 +252,16 @@ struct JoinWithoutGil {
 // while they still ran, as it waits for its own threads (a second Ctrl-C
 // ends the wait).
 void wait_at_exit(std::shared_ptr<SpawnedDevices> devices) {
-  py::module_::import("atexit").attr("register")(py::cpp_function([devices] {
-    while (!wait_interruptibly(kNoDevice, "exit", [&] { return devices->wait(); })) {
-    }
-  }));
+  py::module_::import("atexit").attr("register")(py::cpp_function(
+      [devices] {
+        while (!wait_interruptibly(kNoDevice, "exit", [&] { return devices->wait(); })) {
+        }
+      },
+      py::name("wait_for_the_threads_of_an_interrupted_spawn")));
 }
 
-py::list spawn(py::object fn, const py::object& args, const py::object& nprocs, py::object exchange) {
+py::list spawn_python_function(py::object fn, const py::object& args, const py::object& nprocs,
+                               py::object exchange) {
   py::tuple arguments(args);
   const int64_t count = spawn_count(nprocs);
   runtime::SpawnOptions options;
@@ -305,7 +309,8 @@ py::list spawn(py::object fn, const py::object& args, const py::object& nprocs, 
 }  // namespace
 
 void bind_spawn(py::module_& m) {
-  m.def("_spawn", &spawn, py::arg("fn"), py::arg("args"), py::arg("nprocs"), py::arg("exchange") = py::none());
+  m.def("_spawn", &spawn_python_function, py::arg("fn"), py::arg("args"), py::arg("nprocs"),
+        py::arg("exchange") = py::none());
 }
 
 }  // namespace ordo::python
