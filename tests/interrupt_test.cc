@@ -25,9 +25,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::run_on_devices;
 
-// Nothing in these tests should wait for long: a wait that is not cut
-// short by its interrupt shows as a failure, not as a stalled suite.
-constexpr CollectiveTimeouts kLongTimeouts{60.0, 120.0};
+using testing::kLongTimeouts;
 constexpr auto kPrompt = 10s;
 
 template <typename T>
@@ -58,17 +56,7 @@ struct InterruptAt {
   }
 };
 
-class CollectiveInterruptTest : public testing::FourDeviceTest {
- protected:
-  void SetUp() override {
-    testing::FourDeviceTest::SetUp();
-    set_collective_timeouts(kLongTimeouts);
-  }
-  void TearDown() override {
-    set_collective_timeouts({});
-    testing::FourDeviceTest::TearDown();
-  }
-};
+using CollectiveInterruptTest = testing::FourDeviceLongTimeoutsTest;
 
 TEST_F(CollectiveInterruptTest, AnInterruptedDeviceFailsTheCollectiveItWaitsInForEveryPeer) {
   const Clock::time_point start = Clock::now();

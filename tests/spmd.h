@@ -5,10 +5,10 @@
 #include <exception>
 #include <functional>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "ordo/ordo.h"
+#include "runtime/spawned_devices.h"
 
 namespace ordo::testing {
 
@@ -24,25 +24,20 @@ struct DeviceOutcome {
   }
 };
 
-// Calls fn(device) on a thread per device (that device current) and returns
-// each device's value or exception, by ordinal. A device whose fn throws is
-// marked failed, as ordo's spawn does, so its peers fail instead of waiting.
+// Calls fn(device) on a thread per device (that device current, the thread
+// bound to it) and returns each device's value or exception, by ordinal. A
+// device whose fn throws is marked failed, as ordo's spawn does, so its
+// peers fail instead of waiting. Unlike spawn, a device whose fn returned
+// is not absent: a test may let its peers wait for it (and time out).
 template <typename T>
 std::vector<DeviceOutcome<T>> run_on_devices(int devices, const std::function<T(int)>& fn) {
   std::vector<DeviceOutcome<T>> outcomes(static_cast<size_t>(devices));
-  std::vector<std::thread> threads;
-  for (int d = 0; d < devices; ++d) {
-    threads.emplace_back([d, &fn, &outcomes] {
-      try {
-        DeviceGuard on(d);
-        outcomes[d].value = fn(d);
-      } catch (const std::exception& e) {
-        outcomes[d].error = std::current_exception();
-        mark_device_failed(d, std::string("its thread raised: ") + e.what());
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  runtime::SpawnOptions options;
+  options.failure_reason_prefix = "its thread raised: ";
+  options.absence = false;
+  runtime::SpawnedDevices spawned([&fn, &outcomes](int d) { outcomes[d].value = fn(d); }, devices, options);
+  const std::vector<runtime::SpawnedOutcome> ended = spawned.finish();
+  for (int d = 0; d < devices; ++d) outcomes[d].error = ended[d].error;
   return outcomes;
 }
 

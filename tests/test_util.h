@@ -24,4 +24,21 @@ class RuntimeTest : public ::testing::Test {
 using OneDeviceTest = RuntimeTest<1>;
 using FourDeviceTest = RuntimeTest<4>;
 
+// Collective timeouts far longer than a test may take: a peer must fail for
+// what it hears (an interrupt, a gone device), not because it timed out,
+// and a wait that is not cut short shows as a failure, not a stalled suite.
+inline constexpr CollectiveTimeouts kLongTimeouts{60.0, 120.0};
+
+class FourDeviceLongTimeoutsTest : public FourDeviceTest {
+ protected:
+  void SetUp() override {
+    FourDeviceTest::SetUp();
+    set_collective_timeouts(kLongTimeouts);
+  }
+  void TearDown() override {
+    set_collective_timeouts({});
+    FourDeviceTest::TearDown();
+  }
+};
+
 }  // namespace ordo::testing

@@ -1,8 +1,6 @@
 """Devices, the calling thread's device, and spawn."""
 
 import numbers
-import threading
-import time
 
 import numpy as np
 
@@ -134,103 +132,6 @@ def spawn(fn, args=(), nprocs=None):
     shutdown) and interrupts what it queued: the threads' collectives and
     rendezvous fail at once with CollectiveError naming the interrupt.
     spawn gives the threads half a second to end, then raises the
-    KeyboardInterrupt, with a note of what their calls raised."""
-    count = _C.num_devices() if nprocs is None else int(nprocs)
-    if not 1 <= count <= _C.num_devices():
-        raise ValueError(f"spawn: nprocs must be in [1, {_C.num_devices()}], got {nprocs}")
-    results = [None] * count
-    errors = []  # (time, ordinal, error), appended by the failing threads
-    lock = threading.Lock()
-    generation = _C._runtime_generation()
-
-    def same_runtime():  # fn may shut the runtime down, and start another
-        return _C.is_initialized() and _C._runtime_generation() == generation
-
-    def run(index):
-        try:
-            _C.set_current_device(index)
-            bind_thread_to_device(index)
-            results[index] = fn(index, *args)
-            if same_runtime():
-                reason = "its spawn function returned"
-                _C.mark_device_absent(index, reason)
-                _exchange.mark_absent(index, reason)
-        except BaseException as error:  # noqa: B036 - handed to the caller below
-            with lock:
-                errors.append((time.monotonic(), index, error))
-            reason = f"its spawn function raised {type(error).__name__}: {error}"
-            if same_runtime():
-                _C.mark_device_failed(index, reason)
-            _exchange.fail_device(index, reason)
-
-    threads = [threading.Thread(target=run, args=(i,), name=f"ordo-device-{i}") for i in range(count)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    except BaseException as interrupt:  # Ctrl-C, or what another signal handler raised
-        _stop_spawned_threads(threads, interrupt, same_runtime)
-        with lock:
-            raised = ", ".join(f"ordinal {index}: {type(error).__name__}"
-                               for _, index, error in sorted(errors, key=lambda e: e[0]))
-        running = [index for index, thread in enumerate(threads) if thread.is_alive()]
-        interrupt.add_note(f"ordo.spawn was interrupted; the devices' calls raised: {raised or 'nothing'}"
-                           + (f"; still running: ordinals {running}" if running else ""))
-        raise
-    # The devices may be driven again: as ordo::spawn, a spawn of every
-    # device first lets them run what they queued, so that every wait their
-    # absence decides ends (with fewer, a queued collective may need a device
-    # the caller drives only after spawn returns).
-    try:
-        if count == _C.num_devices() and same_runtime():
-            for index in range(count):
-                _C.wait_device_ops(index)
-    finally:
-        clear_in_runtime = same_runtime()
-        for index in range(count):
-            if clear_in_runtime:
-                _C.clear_device_absent(index)
-            _exchange.clear_absent(index)
-    if errors:
-        # The first error in time is the cause; the others follow from it.
-        _, index, error = min(errors, key=lambda e: e[0])
-        if error.args and isinstance(error.args[0], str):
-            error.args = (f"ordinal {index}: {error.args[0]}",) + error.args[1:]
-        error.add_note(f"raised by the spawn function of ordinal {index}")
-        raise error
-    return results
-
-
-# How long an interrupted spawn waits for its threads to end (their waits in
-# ordo fail at once) before it raises: KeyboardInterrupt stays prompt even
-# if a thread is busy in code of its own.
-_STOP_GRACE_SECONDS = 0.5
-
-
-def _stop_spawned_threads(threads, interrupt, same_runtime):
-    """The main thread was interrupted while spawn waited for its threads:
-    each spawned device is declared failed and interrupted, so that every
-    collective and rendezvous its thread waits in, now or later, fails at
-    once for it and for its peers, naming the interrupt. Then the threads
-    get a moment to end, so that the interpreter need not wait for them at
-    exit; a second Ctrl-C meanwhile counts as the same interrupt."""
-    reason = (f"the main thread was interrupted by {type(interrupt).__name__} while ordo.spawn waited "
-              "for the devices' threads")
-    # Every device first, so that each thread, failing, finds them all failed
-    # for this reason rather than for its peers' failures.
-    for index in range(len(threads)):
-        _exchange.fail_device(index, reason)
-        if same_runtime():
-            _C.mark_device_failed(index, reason)
-    _exchange.interrupt(range(len(threads)), reason)
-    if same_runtime():
-        for index in range(len(threads)):
-            _C.interrupt_device(index, reason)
-    deadline = time.monotonic() + _STOP_GRACE_SECONDS
-    for thread in threads:
-        while thread.ident is not None and thread.is_alive() and time.monotonic() < deadline:
-            try:
-                thread.join(timeout=max(0.0, deadline - time.monotonic()))
-            except KeyboardInterrupt:
-                pass
+    KeyboardInterrupt, with a note of what their calls raised (the threads
+    run in C++: ordo/_C's _spawn, where the GIL is taken for each call)."""
+    return _C._spawn(fn, args, nprocs, _exchange)

@@ -14,16 +14,24 @@ bool interpreter_finalizing() {
 #endif
 }
 
+void sleep_forever_if_finalizing() {
+  if (!interpreter_finalizing()) return;
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 }  // namespace
+
+PyGILState_STATE take_gil_in_foreign_thread() {
+  sleep_forever_if_finalizing();
+  return PyGILState_Ensure();
+}
 
 GilRelease::GilRelease() : main_thread_(_PyOS_IsMainThread() != 0), state_(PyEval_SaveThread()) {}
 
 void GilRelease::reacquire() {
   if (state_ == nullptr) return;
   // The main thread is the one that finalizes: it always comes back.
-  if (!main_thread_ && interpreter_finalizing()) {
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
+  if (!main_thread_) sleep_forever_if_finalizing();
   PyEval_RestoreThread(state_);
   state_ = nullptr;
 }
@@ -58,6 +66,7 @@ bool InterruptibleWait::check(void* context) noexcept {
   }
   self.gil_.state_ = PyEval_SaveThread();
   if (reason.empty()) return false;
+  if (self.device_ == kNoDevice) return true;
   if (self.device_ == kEveryDevice) {
     reason += str_cat("every device (", self.doing_, ")");
   } else {

@@ -47,8 +47,17 @@ class GilRelease {
   PyThreadState* state_;  // null while this thread holds the GIL
 };
 
-// The devices a wait is for: one ordinal, or every device.
+// Takes the GIL in a thread that Python did not start (a spawned device's).
+// While the interpreter shuts down it sleeps until the process ends
+// instead, as GilRelease does: CPython would end the thread with
+// pthread_exit. Released with PyGILState_Release.
+PyGILState_STATE take_gil_in_foreign_thread();
+
+// The devices a wait is for: one ordinal, or every device; or none, when
+// its caller interrupts what it waits for itself (spawn: its devices are
+// declared failed first).
 inline constexpr int kEveryDevice = -1;
+inline constexpr int kNoDevice = -2;
 
 // A wait without the GIL that Python's signal handlers may interrupt when
 // it runs on the main thread (anywhere else it is a GilRelease).

@@ -234,6 +234,51 @@ def test_an_interrupted_spawn_stops_its_devices_collectives_with_a_clear_error()
     assert "still running" not in output
 
 
+# Device 1's call is busy in Python for a while; the others wait in an
+# all_reduce for it.
+SPAWN_WITH_A_BUSY_CALL = """
+    def step(index):
+        if index == 1:
+            start = time.monotonic()
+            while time.monotonic() - start < {seconds}:
+                pass
+            os.write(1, b"the busy call returned\\n")
+            return
+        ordo.all_reduce("sum", ordo.ones([4])).numpy()
+"""
+
+
+def test_an_interrupted_spawn_names_the_calls_still_running_and_the_exit_waits_for_them():
+    _, returncode, output = interrupt_child(child_code(SPAWN_WITH_A_BUSY_CALL.format(seconds=2), "ordo.spawn(step)"))
+    assert returncode == -signal.SIGINT, output
+    assert re.search(r"note: ordo.spawn was interrupted; the devices' calls raised: (ordinal [023]: CollectiveError"
+                     r"(, )?){3}; still running: ordinals \[1\]", output), output
+    assert "the busy call returned" in output  # as the interpreter waits for its threads at exit
+
+
+def test_a_second_ctrl_c_ends_the_exit_wait_for_a_busy_spawned_call_without_a_crash():
+    # The call is still in Python as the interpreter finalizes: CPython
+    # ends its thread, which must not crash the process (SIGSEGV before).
+    code = child_code(SPAWN_WITH_A_BUSY_CALL.format(seconds=CHILD_TIME_LIMIT), "ordo.spawn(step)")
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=child_environment(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    try:
+        assert read_line(child.stdout, CHILD_TIME_LIMIT).strip() == "ready"
+        time.sleep(SETTLE_SECONDS)
+        child.send_signal(signal.SIGINT)
+        while not read_line(child.stdout, CHILD_TIME_LIMIT).startswith("note: "):
+            pass
+        time.sleep(0.2)  # in the exit wait by now
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=CHILD_TIME_LIMIT / 2)
+    except (subprocess.TimeoutExpired, TimeoutError):
+        child.kill()
+        pytest.fail(f"the child did not exit after the second SIGINT: {child.communicate()}")
+    output = out.decode() + err.decode()
+    assert child.returncode == -signal.SIGINT, output
+    assert "the busy call returned" not in output
+
+
 # ---- fork() beside a running runtime. ----
 
 # Threads drive every device with small steps while the main thread forks:

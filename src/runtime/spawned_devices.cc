@@ -1,0 +1,228 @@
+#include "runtime/spawned_devices.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include "core/interrupt.h"
+#include "ordo/collectives.h"
+#include "ordo/error.h"
+#include "ordo/runtime.h"
+#include "runtime/runtime.h"
+
+namespace ordo::runtime {
+namespace {
+
+std::string describe_exception(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+// What a spawn tells the communicator about its devices (see the header).
+// Never throws (a spawn thread would end the process), and says nothing
+// once the runtime the spawn started on is gone: asking for it would start
+// a runtime.
+class DeviceNews {
+ public:
+  DeviceNews() : generation_(get().generation()) {}
+
+  void failed(int ordinal, const std::string& reason) const noexcept {
+    tell([&] { mark_device_failed(ordinal, reason); });
+  }
+  void returned(int ordinal) const noexcept {
+    tell([&] { mark_device_absent(ordinal, "its spawn function returned"); });
+  }
+  void interrupted(int ordinal, const std::string& reason) const noexcept {
+    tell([&] { interrupt_device(ordinal, reason); });
+  }
+  // Every wait first, then every clear; a wait that fails (interrupted)
+  // still leaves the devices to be cleared.
+  void spawn_over(int count) const noexcept {
+    bool every_device = false;
+    tell([&] { every_device = count == num_devices(); });
+    for (int ordinal = 0; every_device && ordinal < count; ++ordinal) tell([&] { wait_device_ops(ordinal); });
+    for (int ordinal = 0; ordinal < count; ++ordinal) tell([&] { clear_device_absent(ordinal); });
+  }
+
+ private:
+  template <typename Tell>
+  void tell(const Tell& news) const noexcept {
+    try {
+      if (is_initialized() && get().generation() == generation_) news();
+    } catch (...) {
+    }
+  }
+
+  const uint64_t generation_;
+};
+
+}  // namespace
+
+struct SpawnedDevices::State {
+  State(Function function, SpawnOptions spawn_options, int count)
+      : fn(std::move(function)), options(std::move(spawn_options)), outcomes(static_cast<size_t>(count)) {}
+
+  // Records what fn threw (first, so that no peer hears of it before),
+  // then tells the peers.
+  void fail(int ordinal, const std::exception_ptr& error, const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      outcomes[ordinal].error = error;
+      outcomes[ordinal].failed_at = SpawnClock::now();
+    }
+    news.failed(ordinal, reason);
+  }
+  void end(int ordinal) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      outcomes[ordinal].ended = true;
+    }
+    ended.notify_all();
+  }
+  bool all_ended() const {  // with mu held
+    return std::all_of(outcomes.begin(), outcomes.end(), [](const SpawnedOutcome& o) { return o.ended; });
+  }
+
+  const Function fn;
+  const SpawnOptions options;
+  const DeviceNews news;
+  mutable std::mutex mu;
+  std::condition_variable ended;         // an outcome became ended
+  std::vector<SpawnedOutcome> outcomes;  // guarded by mu
+};
+
+namespace {
+
+// The body of device `ordinal`'s thread. UndefinedBehaviorSanitizer is off
+// here: it takes the catch of abi::__forced_unwind by reference (the only
+// way to let pthread_exit unwind through) for a null reference.
+__attribute__((no_sanitize("undefined"))) void run_device(SpawnedDevices::State& state, int ordinal) {
+  try {
+    bind_thread_to_device(ordinal);
+    DeviceGuard on(ordinal);
+    state.fn(ordinal);
+    if (state.options.absence) state.news.returned(ordinal);
+  } catch (abi::__forced_unwind&) {  // pthread_exit or cancellation: let it unwind
+    const std::string reason = str_cat("the spawn thread of device ", ordinal,
+                                       " ended before its function returned (pthread_exit or cancellation)");
+    state.fail(ordinal, std::make_exception_ptr(ExecutionError(reason)), reason);
+    state.end(ordinal);
+    throw;
+  } catch (...) {
+    const std::exception_ptr error = std::current_exception();
+    state.fail(ordinal, error, state.options.failure_reason_prefix + describe_exception(error));
+  }
+  state.end(ordinal);
+}
+
+}  // namespace
+
+SpawnedDevices::SpawnedDevices(Function fn, int64_t requested, SpawnOptions options) {
+  const int devices = num_devices();
+  ORDO_ARG_CHECK(requested >= 1 && requested <= devices, "spawn: ", options.count_name, " must be in [1, ", devices,
+                 "], got ", requested);
+  const int count = static_cast<int>(requested);
+  state_ = std::make_shared<State>(std::move(fn), std::move(options), count);
+  threads_.reserve(static_cast<size_t>(count));
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    try {
+      threads_.emplace_back([state = state_, ordinal] { run_device(*state, ordinal); });
+    } catch (...) {
+      // The devices that got no thread are gone: their peers fail instead
+      // of waiting for them.
+      const std::string reason =
+          "spawn could not start its thread: " + describe_exception(std::current_exception());
+      for (int unstarted = ordinal; unstarted < count; ++unstarted) state_->news.failed(unstarted, reason);
+      for (std::thread& thread : threads_) thread.join();
+      if (state_->options.absence) state_->news.spawn_over(ordinal);
+      throw;
+    }
+  }
+}
+
+SpawnedDevices::~SpawnedDevices() {
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+bool SpawnedDevices::wait() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  while (!state_->all_ended()) {
+    if (!has_interrupt_check()) {
+      state_->ended.wait(lock);
+      continue;
+    }
+    state_->ended.wait_for(lock, kInterruptPollPeriod);
+    lock.unlock();  // the check runs with no lock held
+    const bool stop = poll_interrupt();
+    lock.lock();
+    if (stop && !state_->all_ended()) return false;
+  }
+  return true;
+}
+
+void SpawnedDevices::interrupt(const std::string& reason) {
+  for (int ordinal = 0; ordinal < count(); ++ordinal) state_->news.failed(ordinal, reason);
+  for (int ordinal = 0; ordinal < count(); ++ordinal) state_->news.interrupted(ordinal, reason);
+}
+
+std::vector<int> SpawnedDevices::wait_until(SpawnClock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  while (!state_->all_ended() && SpawnClock::now() < deadline) {
+    state_->ended.wait_until(lock, interrupt_poll_deadline(deadline));
+    lock.unlock();
+    const bool stop = poll_interrupt();
+    lock.lock();
+    if (stop) break;
+  }
+  std::vector<int> running;
+  for (int ordinal = 0; ordinal < count(); ++ordinal) {
+    if (!state_->outcomes[ordinal].ended) running.push_back(ordinal);
+  }
+  return running;
+}
+
+std::vector<SpawnedOutcome> SpawnedDevices::outcomes() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->outcomes;
+}
+
+std::vector<SpawnedOutcome> SpawnedDevices::finish() {
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  if (state_->options.absence) state_->news.spawn_over(count());
+  return outcomes();
+}
+
+void SpawnedDevices::abandon() {
+  const std::vector<SpawnedOutcome> now = outcomes();
+  for (int ordinal = 0; ordinal < count(); ++ordinal) {
+    if (!threads_[ordinal].joinable()) continue;
+    if (now[ordinal].ended) {
+      threads_[ordinal].join();  // a moment: it only lets go of the state
+    } else {
+      threads_[ordinal].detach();
+    }
+  }
+}
+
+int first_failure(const std::vector<SpawnedOutcome>& outcomes) {
+  int first = -1;
+  for (int ordinal = 0; ordinal < static_cast<int>(outcomes.size()); ++ordinal) {
+    if (outcomes[ordinal].error && (first < 0 || outcomes[ordinal].failed_at < outcomes[first].failed_at)) {
+      first = ordinal;
+    }
+  }
+  return first;
+}
+
+}  // namespace ordo::runtime

@@ -1,0 +1,115 @@
+// Threads that drive devices 0..count-1, one each: what ordo::spawn, Python's
+// ordo.spawn and the tests' run_on_devices have in common.
+//
+//   runtime::SpawnedDevices devices([](int ordinal) { ... }, 4);
+//   if (!devices.wait()) {                   // this thread's interrupt check said so
+//     devices.interrupt("the caller was interrupted");
+//     devices.wait_until(Clock::now() + 500ms);  // the ordinals still running
+//   }
+//   std::vector<runtime::SpawnedOutcome> outcomes = devices.finish();
+//
+// Each thread is bound to its device (bind_thread_to_device), has it current
+// and runs fn(ordinal). What the communicator hears of the devices (never
+// once the runtime the spawn started on is gone: fn may shut it down, and
+// start another, where these devices have no peers left to tell):
+// - fn threw, or its thread ended before fn returned (pthread_exit,
+//   cancellation): the device failed, for good (mark_device_failed), so that
+//   its peers fail instead of waiting for it;
+// - fn returned (with SpawnOptions::absence): the device is absent until the
+//   spawn ends (mark_device_absent): a peer waiting for a collective it never
+//   traced fails at once rather than at its timeout;
+// - finish(): the devices may be driven again (by the caller, or by another
+//   spawn): a spawn of every device first lets every device run what it
+//   queued (all of them, then every clear: a clear before another device's
+//   queue ran would let that queue's collective wait for the cleared
+//   device); a spawn of fewer devices cannot wait, since a queued collective
+//   may need a device that the caller drives only after the spawn returns.
+//
+// Locking: one mutex guards the outcomes; it is never held while fn runs,
+// while news is told, or while an interrupt check runs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ordo::runtime {
+
+using SpawnClock = std::chrono::steady_clock;
+
+// What became of one spawned device's call.
+struct SpawnedOutcome {
+  // What fn threw (ExecutionError if its thread ended before fn returned);
+  // null if fn returned or is still running.
+  std::exception_ptr error;
+  // When error was caught, before any peer heard of it: the first failure
+  // in time is the cause, the others usually follow from it.
+  SpawnClock::time_point failed_at{};
+  bool ended = false;  // the thread is done with fn and with the news
+};
+
+struct SpawnOptions {
+  // The count argument's name in the error for a count out of range.
+  std::string count_name = "count";
+  // Peers read "device d is gone (<prefix><what fn threw>)".
+  std::string failure_reason_prefix = "its spawn function threw: ";
+  // Whether a device whose fn returned is absent until finish() (see
+  // above). Without it, a peer waits for such a device until it times out.
+  bool absence = true;
+};
+
+class SpawnedDevices {
+ public:
+  using Function = std::function<void(int ordinal)>;
+
+  // Starts the threads. A count outside [1, num_devices()] is an
+  // InvalidArgument and starts nothing. If a thread cannot be started, the
+  // devices without one are declared failed, the started threads are
+  // joined, the devices may be driven again (as in finish()) and the error
+  // (std::system_error) is rethrown.
+  SpawnedDevices(Function fn, int64_t count, SpawnOptions options = {});
+  // Joins every thread not abandoned.
+  ~SpawnedDevices();
+  SpawnedDevices(const SpawnedDevices&) = delete;
+  SpawnedDevices& operator=(const SpawnedDevices&) = delete;
+
+  int count() const { return static_cast<int>(threads_.size()); }
+
+  // Until every thread ended (true), or until this thread's interrupt
+  // check (core/interrupt.h) says "interrupt" (false).
+  bool wait();
+  // The caller was interrupted while it waited: every spawned device is
+  // declared failed for reason (all of them first, so that each thread,
+  // failing, finds them all failed for this reason rather than for its
+  // peers' failures), then interrupted (interrupt_device): the collectives
+  // they wait in, now or later, fail at once for them and their peers.
+  void interrupt(const std::string& reason);
+  // Until every thread ended, deadline passed, or this thread's interrupt
+  // check said "interrupt"; returns the ordinals still running.
+  std::vector<int> wait_until(SpawnClock::time_point deadline);
+  // The outcomes so far, by ordinal.
+  std::vector<SpawnedOutcome> outcomes() const;
+  // Waits for every thread (uninterruptibly), lets the devices be driven
+  // again (see above) and returns the outcomes by ordinal. Once only.
+  std::vector<SpawnedOutcome> finish();
+  // Detaches the threads still running (after an interrupt, to return
+  // without them): they keep the spawn's own state alive, but whatever fn
+  // refers to must then outlive them.
+  void abandon();
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+  std::vector<std::thread> threads_;
+};
+
+// The ordinal whose call failed first in time, or -1 if none failed.
+int first_failure(const std::vector<SpawnedOutcome>& outcomes);
+
+}  // namespace ordo::runtime
