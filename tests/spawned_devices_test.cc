@@ -1,8 +1,8 @@
-// The spawn core (runtime/spawned_devices.h) that ordo::spawn, Python's
+// The spawn core (api/spawned_devices.h) that ordo::spawn, Python's
 // ordo.spawn and run_on_devices share: outcomes by ordinal with the time of
 // each failure, the news its options ask for, only in the runtime it
 // started on, and a caller that is interrupted while it waits.
-#include "runtime/spawned_devices.h"
+#include "api/spawned_devices.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -21,10 +21,10 @@ namespace ordo {
 namespace {
 
 using namespace std::chrono_literals;
-using runtime::SpawnClock;
-using runtime::SpawnedDevices;
-using runtime::SpawnedOutcome;
-using runtime::SpawnOptions;
+using api::SpawnClock;
+using api::SpawnedDevices;
+using api::SpawnedOutcome;
+using api::SpawnOptions;
 
 using testing::kLongTimeouts;
 using SpawnedDevicesTest = testing::FourDeviceLongTimeoutsTest;
@@ -93,7 +93,7 @@ TEST_F(SpawnedDevicesTest, EachOutcomeSaysWhatItsCallThrewAndWhenSoThatTheFirstI
                 message.find("device 3 is gone (the spawn thread of device 3 ended") != std::string::npos)
         << message;
   }
-  const int first = runtime::first_failure(outcomes);
+  const int first = api::first_failure(outcomes);
   EXPECT_TRUE(first == 2 || first == 3) << first;
   for (const SpawnedOutcome& outcome : outcomes) EXPECT_LE(outcomes[first].failed_at, outcome.failed_at);
 }
@@ -103,12 +103,12 @@ TEST(FirstFailureTest, IsTheEarliestFailureOrNone) {
   const std::exception_ptr error = std::make_exception_ptr(std::runtime_error("x"));
   std::vector<SpawnedOutcome> outcomes(4);
   for (SpawnedOutcome& outcome : outcomes) outcome.ended = true;
-  EXPECT_EQ(runtime::first_failure(outcomes), -1);
+  EXPECT_EQ(api::first_failure(outcomes), -1);
   outcomes[3] = {error, t0 + 2ms, true};
   outcomes[1] = {error, t0 + 5ms, true};
-  EXPECT_EQ(runtime::first_failure(outcomes), 3);
+  EXPECT_EQ(api::first_failure(outcomes), 3);
   outcomes[2] = {error, t0 + 1ms, true};
-  EXPECT_EQ(runtime::first_failure(outcomes), 2);
+  EXPECT_EQ(api::first_failure(outcomes), 2);
 }
 
 TEST_F(SpawnedDevicesTest, ACountOutOfRangeNamesTheArgumentAndRunsNothing) {

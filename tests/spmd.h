@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ordo/ordo.h"
-#include "runtime/spawned_devices.h"
+#include "api/spawned_devices.h"
 
 namespace ordo::testing {
 
@@ -32,11 +32,11 @@ struct DeviceOutcome {
 template <typename T>
 std::vector<DeviceOutcome<T>> run_on_devices(int devices, const std::function<T(int)>& fn) {
   std::vector<DeviceOutcome<T>> outcomes(static_cast<size_t>(devices));
-  runtime::SpawnOptions options;
+  api::SpawnOptions options;
   options.failure_reason_prefix = "its thread raised: ";
   options.absence = false;
-  runtime::SpawnedDevices spawned([&fn, &outcomes](int d) { outcomes[d].value = fn(d); }, devices, options);
-  const std::vector<runtime::SpawnedOutcome> ended = spawned.finish();
+  api::SpawnedDevices spawned([&fn, &outcomes](int d) { outcomes[d].value = fn(d); }, devices, options);
+  const std::vector<api::SpawnedOutcome> ended = spawned.finish();
   for (int d = 0; d < devices; ++d) outcomes[d].error = ended[d].error;
   return outcomes;
 }

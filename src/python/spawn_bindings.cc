@@ -1,4 +1,4 @@
-// ordo.spawn: the C++ spawn (runtime/spawned_devices.h) running a Python
+// ordo.spawn: the C++ spawn (api/spawned_devices.h) running a Python
 // function. Only what Python needs is here: the GIL in each device's
 // thread, results and exceptions as Python objects (the first error with
 // its "ordinal N:" prefix and note), and Ctrl-C while the caller waits.
@@ -13,14 +13,14 @@
 
 #include "python/module.h"
 #include "python/waiting.h"
-#include "runtime/spawned_devices.h"
+#include "api/spawned_devices.h"
 
 namespace ordo::python {
 namespace {
 
-using runtime::SpawnClock;
-using runtime::SpawnedDevices;
-using runtime::SpawnedOutcome;
+using api::SpawnClock;
+using api::SpawnedDevices;
+using api::SpawnedOutcome;
 
 // How long an interrupted spawn waits for its threads to end (their waits
 // in ordo fail at once) before it raises: KeyboardInterrupt stays prompt
@@ -264,7 +264,7 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
                                py::object exchange) {
   py::tuple arguments(args);
   const int64_t count = spawn_count(nprocs);
-  runtime::SpawnOptions options;
+  api::SpawnOptions options;
   options.count_name = "nprocs";
   options.failure_reason_prefix = kRaisedReason;
   // Left behind (never freed) if threads still run after an interrupt.
@@ -299,7 +299,7 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
     throw;
   }
   python->exchange().spawn_over(devices->count());
-  const int first = runtime::first_failure(outcomes);
+  const int first = api::first_failure(outcomes);
   if (first >= 0) raise_first_error(*python, first, outcomes[first]);
   py::list results(outcomes.size());
   for (size_t ordinal = 0; ordinal < outcomes.size(); ++ordinal) results[ordinal] = python->result(ordinal);

@@ -5,7 +5,7 @@
 #include "device/cpu_placement.h"
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"
-#include "runtime/spawned_devices.h"
+#include "api/spawned_devices.h"
 
 namespace ordo {
 
@@ -21,9 +21,9 @@ void bind_thread_to_device(int device) {
 
 void spawn(const std::function<void(int)>& fn, int count) {
   // fn outlives the threads: finish() joins them all.
-  runtime::SpawnedDevices devices([&fn](int ordinal) { fn(ordinal); }, count < 0 ? num_devices() : count);
-  const std::vector<runtime::SpawnedOutcome> outcomes = devices.finish();
-  const int first = runtime::first_failure(outcomes);
+  api::SpawnedDevices devices([&fn](int ordinal) { fn(ordinal); }, count < 0 ? num_devices() : count);
+  const std::vector<api::SpawnedOutcome> outcomes = devices.finish();
+  const int first = api::first_failure(outcomes);
   if (first >= 0) std::rethrow_exception(outcomes[first].error);
 }
 

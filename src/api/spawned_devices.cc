@@ -1,4 +1,4 @@
-#include "runtime/spawned_devices.h"
+#include "api/spawned_devices.h"
 
 #include <cxxabi.h>
 
@@ -12,7 +12,7 @@
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"
 
-namespace ordo::runtime {
+namespace ordo::api {
 namespace {
 
 std::string describe_exception(const std::exception_ptr& error) {
@@ -31,7 +31,7 @@ std::string describe_exception(const std::exception_ptr& error) {
 // a runtime.
 class DeviceNews {
  public:
-  DeviceNews() : generation_(get().generation()) {}
+  DeviceNews() : generation_(runtime::get().generation()) {}
 
   void failed(int ordinal, const std::string& reason) const noexcept {
     tell([&] { mark_device_failed(ordinal, reason); });
@@ -55,7 +55,7 @@ class DeviceNews {
   template <typename Tell>
   void tell(const Tell& news) const noexcept {
     try {
-      if (is_initialized() && get().generation() == generation_) news();
+      if (is_initialized() && runtime::get().generation() == generation_) news();
     } catch (...) {
     }
   }
@@ -225,4 +225,4 @@ int first_failure(const std::vector<SpawnedOutcome>& outcomes) {
   return first;
 }
 
-}  // namespace ordo::runtime
+}  // namespace ordo::api

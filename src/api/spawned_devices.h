@@ -1,12 +1,12 @@
 // Threads that drive devices 0..count-1, one each: what ordo::spawn, Python's
 // ordo.spawn and the tests' run_on_devices have in common.
 //
-//   runtime::SpawnedDevices devices([](int ordinal) { ... }, 4);
+//   api::SpawnedDevices devices([](int ordinal) { ... }, 4);
 //   if (!devices.wait()) {                   // this thread's interrupt check said so
 //     devices.interrupt("the caller was interrupted");
 //     devices.wait_until(Clock::now() + 500ms);  // the ordinals still running
 //   }
-//   std::vector<runtime::SpawnedOutcome> outcomes = devices.finish();
+//   std::vector<api::SpawnedOutcome> outcomes = devices.finish();
 //
 // Each thread is bound to its device (bind_thread_to_device), has it current
 // and runs fn(ordinal). What the communicator hears of the devices (never
@@ -38,7 +38,7 @@
 #include <thread>
 #include <vector>
 
-namespace ordo::runtime {
+namespace ordo::api {
 
 using SpawnClock = std::chrono::steady_clock;
 
@@ -112,4 +112,4 @@ class SpawnedDevices {
 // The ordinal whose call failed first in time, or -1 if none failed.
 int first_failure(const std::vector<SpawnedOutcome>& outcomes);
 
-}  // namespace ordo::runtime
+}  // namespace ordo::api
