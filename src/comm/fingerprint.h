@@ -5,11 +5,12 @@
 //
 //   Fingerprint mine;
 //   mine.assign(call);
-//   if (mine != theirs) ...  // a collective mismatch
+//   if (mine != theirs) throw CollectiveMismatchError(mismatch_message(...));
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -36,5 +37,11 @@ class Fingerprint {
   std::array<int64_t, kInlineWords> inline_{};
   std::vector<int64_t> spill_;
 };
+
+// What every member of group raises when device and other_device brought
+// different ops to the group's collective #sequence: "collective mismatch
+// at #3 on group [0, 1]: device 0 runs <call> but device 1 runs <other>".
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
+                             int other_device, const CollectiveCall& other_call);
 
 }  // namespace ordo::comm
