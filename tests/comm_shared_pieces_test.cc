@@ -5,6 +5,7 @@
 // and interrupt news with their messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -131,6 +132,9 @@ TEST(CommFingerprintTest, SameOpsMatchAndAnyDifferenceShows) {
   EXPECT_FALSE(reused == fingerprint_of(Call(ir::OpKind::kAllReduce, other, {4}).call));
   reused.assign(a.call);
   EXPECT_EQ(reused, fingerprint_of(a.call));
+  const Fingerprint same = fingerprint_of(a.call);
+  EXPECT_TRUE(std::ranges::equal(reused.words(), same.words()));
+  EXPECT_FALSE(std::ranges::equal(reused.words(), fingerprint_of(Call(ir::OpKind::kAllReduce, max, {4}).call).words()));
 }
 
 TEST(CommFingerprintTest, TheMismatchMessageNamesBothDevicesAndOps) {

@@ -56,7 +56,7 @@ void Fingerprint::assign(const CollectiveCall& call) {
 }
 
 bool Fingerprint::operator==(const Fingerprint& other) const {
-  return size_ == other.size_ && std::equal(words(), words() + size_, other.words());
+  return size_ == other.size_ && std::equal(data(), data() + size_, other.data());
 }
 
 std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,

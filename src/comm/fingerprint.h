@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,13 @@ class Fingerprint {
 
   bool operator==(const Fingerprint& other) const;
 
+  // What a backend sends its peers when they share no memory: equal
+  // fingerprints have equal words.
+  std::span<const int64_t> words() const { return {data(), size_}; }
+
  private:
   void put(size_t at, int64_t word);
-  const int64_t* words() const { return spilled_ ? spill_.data() : inline_.data(); }
+  const int64_t* data() const { return spilled_ ? spill_.data() : inline_.data(); }
 
   // Enough for an op with a few inputs of small rank and no groups.
   static constexpr size_t kInlineWords = 24;
