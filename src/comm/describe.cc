@@ -1,6 +1,6 @@
 #include <sstream>
 
-#include "comm/communicator.h"
+#include "comm/describe.h"
 
 namespace ordo::comm {
 
@@ -55,6 +55,10 @@ std::string describe(const CollectiveCall& call) {
   }
   if (call.inputs.empty()) out << "nothing";
   return out.str();
+}
+
+std::string describe_at(const CollectiveCall& call, int64_t sequence, const std::vector<int>& group) {
+  return str_cat(describe(call), " #", sequence, " on group ", describe_group(group));
 }
 
 }  // namespace ordo::comm

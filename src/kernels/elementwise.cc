@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <functional>
-#include <limits>
 
 #include "core/check.h"
 #include "kernels/elementwise_rows.h"
@@ -150,13 +149,8 @@ To convert(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From{0};
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    // 2^31 or 2^63: a power of two, so exact in double, unlike INT_MAX.
-    constexpr double kLimit = -static_cast<double>(std::numeric_limits<To>::min());
-    const double v = x;
-    if (std::isnan(v)) return 0;
-    if (v <= -kLimit) return std::numeric_limits<To>::min();
-    if (v >= kLimit) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
+    if (std::isnan(x)) return 0;
+    return saturate<To>(x);
   } else {
     return static_cast<To>(x);
   }

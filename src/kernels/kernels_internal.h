@@ -1,15 +1,16 @@
 // What the kernel files share: one kernel per op, dtype visiting limited to
-// the types an op accepts, output allocation, and the few numeric rules
-// (wrapping integers, NaN-propagating max/min) more than one file needs.
+// the types an op accepts, output allocation, and the numeric rules
+// (wrapping integers, NaN-propagating max/min: core/arithmetic.h, shared
+// with the collectives' reduce types).
 #pragma once
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <utility>
 
+#include "core/arithmetic.h"
 #include "kernels/kernel.h"
 #include "ordo/error.h"
 
@@ -55,39 +56,5 @@ inline const device::Buffer& make_output(const KernelArgs& args, size_t i = 0) {
   args.outputs[i] = std::move(buffer);
   return result;
 }
-
-// a op b, but for integers in the unsigned type: overflow wraps around like
-// numpy instead of being undefined behaviour.
-template <typename T, typename Op>
-T wrapping(T a, T b, Op op) {
-  static_assert(!std::is_same_v<T, bool>, "bool has no arithmetic");
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
-  } else {
-    return op(a, b);
-  }
-}
-
-template <typename T>
-bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(x);
-  } else {
-    return false;
-  }
-}
-
-// The one of a and b that Better prefers, keeping a on ties; a NaN wins
-// over any number (numpy maximum/minimum, and max/min reductions).
-template <typename Better>
-struct Extreme {
-  template <typename T>
-  T operator()(T a, T b) const {
-    if (is_nan(a)) return a;
-    if (is_nan(b)) return b;
-    return Better{}(b, a) ? b : a;
-  }
-};
 
 }  // namespace ordo::kernels

@@ -58,7 +58,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/in_process/fingerprint.h"
+#include "comm/fingerprint.h"
 #include "device/device_data.h"
 
 namespace ordo::comm {

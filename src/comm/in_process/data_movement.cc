@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #define ORDO_X86_64 1
 #endif
 
+#include "comm/reduction.h"
 #include "core/dtype_dispatch.h"
 
 namespace ordo::comm {
@@ -19,64 +19,6 @@ namespace {
 using Calls = std::span<const CollectiveCall* const>;
 
 std::byte* bytes_of(const device::Buffer* buffer) { return buffer->storage.get(); }
-
-// The reduce types, a op b with a holding the earlier ranks: integers wrap
-// like numpy (never UB), min and max propagate NaN. Each is its own type so
-// that every loop below is compiled once per type and vectorizes; the order
-// of ranks is fixed, so results are the same bitwise whoever computes them.
-struct Sum {
-  template <typename T>
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      return a || b;
-    } else if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return a + b;
-    }
-  }
-};
-struct Mul {
-  template <typename T>
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      return a && b;
-    } else if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      return a * b;
-    }
-  }
-};
-struct Min {
-  template <typename T>
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    return b < a || b != b ? b : a;
-  }
-};
-struct Max {
-  template <typename T>
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    return b > a || b != b ? b : a;
-  }
-};
-// Bitwise ops exist for integers only (checked when traced).
-struct And {
-  template <typename T>
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(a & b);
-    return a;
-  }
-};
-struct Or {
-  template <typename T>
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(a | b);
-    return a;
-  }
-};
 
 // Rank q's elements of one input: its buffer from an element offset on.
 template <typename T>
@@ -98,65 +40,6 @@ struct StagedAt {
     return reinterpret_cast<const T*>(staged[q] + offset);
   }
 };
-
-// The helpers below are always inlined, so that a caller compiled for AVX2
-// gets AVX2 loops.
-
-// dst = a op b. dst may be a.
-template <typename T, typename Op>
-[[gnu::always_inline]] inline void fold(T* dst, const T* a, const T* b, int64_t n, Op op) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = op(a[i], b[i]);
-}
-
-// dst = source(0) op source(1) op ...: the first fold reads two sources in
-// one pass instead of copying one first.
-template <typename T, typename Source, typename Op>
-[[gnu::always_inline]] inline void fold_ranks(T* dst, size_t ranks, const Source& source, int64_t n, Op op) {
-  fold(dst, source(0), source(1), n, op);
-  for (size_t q = 2; q < ranks; ++q) fold(dst, dst, source(q), n, op);
-}
-
-// x * scale in double, back in T. For integers a product outside T's range
-// saturates, as a cast from float does (kernels/elementwise.cc: convert):
-// static_cast would be undefined behaviour there.
-template <typename T>
-[[gnu::always_inline]] inline T scaled_value(T x, double scale) {
-  const double v = static_cast<double>(x) * scale;
-  if constexpr (std::is_integral_v<T>) {
-    constexpr double kLimit = -static_cast<double>(std::numeric_limits<T>::min());  // 2^31 or 2^63
-    if (v <= -kLimit) return std::numeric_limits<T>::min();
-    if (v >= kLimit) return std::numeric_limits<T>::max();
-  }
-  return static_cast<T>(v);
-}
-
-template <typename T>
-[[gnu::always_inline]] inline void apply_scale(T* dst, int64_t n, double scale) {
-  if constexpr (!std::is_same_v<T, bool>) {
-    if (scale == 1.0) return;
-    for (int64_t i = 0; i < n; ++i) dst[i] = scaled_value(dst[i], scale);
-  }
-}
-
-// dst = scale * (source(0) op source(1) op ...), n elements.
-template <typename T, typename Source>
-[[gnu::always_inline]] inline void reduce_ranks(T* dst, size_t ranks, const Source& source, int64_t n,
-                                                ReduceType reduce, double scale) {
-  if (n == 0) return;
-  if (ranks == 1) {
-    std::memcpy(dst, source(0), static_cast<size_t>(n) * sizeof(T));
-  } else {
-    switch (reduce) {
-      case ReduceType::kSum: fold_ranks(dst, ranks, source, n, Sum{}); break;
-      case ReduceType::kMul: fold_ranks(dst, ranks, source, n, Mul{}); break;
-      case ReduceType::kMin: fold_ranks(dst, ranks, source, n, Min{}); break;
-      case ReduceType::kMax: fold_ranks(dst, ranks, source, n, Max{}); break;
-      case ReduceType::kAnd: fold_ranks(dst, ranks, source, n, And{}); break;
-      case ReduceType::kOr: fold_ranks(dst, ranks, source, n, Or{}); break;
-    }
-  }
-  apply_scale(dst, n, scale);
-}
 
 // The reduction runs in blocks that stay in L1 while every input is
 // folded in and the block is copied to every participant's output.

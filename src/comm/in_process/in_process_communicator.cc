@@ -56,9 +56,7 @@ void check_same_op(const Participant& p, DoneMark& done) {
   for (size_t q = 1; q < seats.size(); ++q) {
     if (seats[q].fingerprint == seats[0].fingerprint) continue;
     const std::vector<int>& group = p.channel.group();
-    std::string message = str_cat("collective mismatch at #", p.sequence, " on group ", describe_group(group),
-                                  ": device ", group[0], " runs ", describe(*seats[0].call), " but device ",
-                                  group[q], " runs ", describe(*seats[q].call));
+    std::string message = mismatch_message(p.sequence, group, group[0], *seats[0].call, group[q], *seats[q].call);
     done.mark();
     wait_until_all_done(p);
     throw CollectiveMismatchError(message);
@@ -175,10 +173,7 @@ void InProcessCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& at
   member.joined.store(sequence, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(channel.mu);
-    channel.join_failed_locked(
-        sequence, route.rank,
-        {ErrorCode::kCollective, str_cat("device ", device, " will not join ", ir::op_name(op), " #", sequence,
-                                         " on group ", describe_group(channel.group()), ": ", reason)});
+    channel.join_failed_locked(sequence, route.rank, abandoned_failure(device, op, sequence, channel.group(), reason));
   }
   channel.mark_done(route.rank, sequence);
 }

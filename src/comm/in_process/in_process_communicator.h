@@ -16,7 +16,7 @@
 // thread waiting for d, one at a time, ordered by the worker's mutex
 // (worker.h). It alone writes progress_[d], which waiters read
 // (progress.h). Order: channels_mu_ before Channel::mu (channel.h), before
-// GoneDevices (gone_devices.h) and InterruptedDevices.
+// GoneDevices and InterruptedDevices (comm/gone_devices.h, comm/interrupted_devices.h).
 #pragma once
 
 #include <map>
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/gone_devices.h"
 #include "comm/in_process/channel.h"
-#include "comm/in_process/gone_devices.h"
 #include "comm/in_process/progress.h"
-#include "comm/in_process/interrupted_devices.h"
+#include "comm/interrupted_devices.h"
 
 namespace ordo::comm {
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/describe.h"
+
 namespace ordo::comm {
 namespace {
 
@@ -73,20 +75,18 @@ std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, 
   return device::Failure{
       ErrorCode::kCollectiveMismatch,
       str_cat("collective mismatch at collective #", p.number, " of devices ", p.call.device, " and ", device,
-              ": device ", p.call.device, " runs ", describe(p.call), " #", p.sequence, " on group ",
-              describe_group(p.channel.group()), ", but device ", device, " runs ", theirs, ": replica groups ",
+              ": device ", p.call.device, " runs ", describe_at(p.call, p.sequence, p.channel.group()),
+              ", but device ", device, " runs ", theirs, ": replica groups ",
               p.partition.text, " against ", partition->text)};
 }
 
-std::optional<device::Failure> gone_failure(const Participant& p, int device, const Snapshot& seen) {
+std::optional<device::Failure> gone_member_failure(const Participant& p, int device, const Snapshot& seen) {
   std::optional<std::string> reason = p.gone.reason(device);
   if (!reason) return std::nullopt;
   const std::string when =
       seen.latest ? str_cat("after its collective #", seen.started - 1, " (", describe_entry(*seen.latest), ")")
                   : std::string("before any collective");
-  return device::Failure{ErrorCode::kCollective,
-                         str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
-                                 " cannot complete: device ", device, " is gone (", *reason, "), ", when)};
+  return gone_failure(describe_at(p.call, p.sequence, p.channel.group()), device, *reason, when);
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ std::optional<device::Failure> missing_member_failure(const Participant& p) {
   }
   if (!p.gone.any()) return std::nullopt;
   for (size_t i = 0; i < missing.size(); ++i) {
-    if (std::optional<device::Failure> gone = gone_failure(p, p.channel.group()[missing[i]], seen[i])) return gone;
+    if (std::optional<device::Failure> gone = gone_member_failure(p, p.channel.group()[missing[i]], seen[i])) return gone;
   }
   return std::nullopt;
 }

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <optional>
 #include <thread>
 #include <utility>
 
+#include "comm/deadlines.h"
+#include "comm/describe.h"
 #include "comm/in_process/missing_members.h"
 #include "core/interrupt.h"
 #include "ordo/collectives.h"
@@ -14,7 +15,7 @@
 namespace ordo::comm {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = Deadlines::Clock;
 
 // Peers usually arrive within microseconds: spin on the flag for a while,
 // then yield for a while (a peer may be waiting for this very core: with
@@ -42,10 +43,6 @@ bool spin_until(const Done& done) {
     }
   } while (Clock::now() < yield_until);
   return done();
-}
-
-Clock::duration seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
 // Holds the channel's mutex and counts itself among the sleepers, so that
@@ -77,32 +74,27 @@ class Sleep {
   std::unique_lock<std::mutex> lock_;
 };
 
+// What p waits in, for messages.
+std::string where(const Participant& p) { return describe_at(p.call, p.sequence, p.channel.group()); }
+
 // A failure if p's wait is interrupted: its device's waits are
 // (Communicator::interrupt), or the waiting thread's (core/interrupt.h).
 std::optional<device::Failure> interruption(const Participant& p) {
   std::optional<std::string> reason;
   if (p.interrupted.any()) reason = p.interrupted.reason(p.call.device);
   if (!reason && !interrupted()) return std::nullopt;
-  return device::Failure{
-      ErrorCode::kCollective,
-      str_cat(describe(p.call), " #", p.sequence, " on group ", describe_group(p.channel.group()),
-              " was interrupted on device ", p.call.device, ": ",
-              reason.value_or("the thread that waited in it was interrupted"),
-              "; devices that had not arrived: ", missing_members(p))};
+  return interrupted_failure(where(p), p.call.device, reason, missing_members(p));
 }
 
-void warn(const Participant& p, double waited_seconds) {
-  std::fprintf(stderr, "ordo: device %d has waited %g s in %s #%lld on group %s; missing devices: %s\n",
-               p.call.device, waited_seconds, describe(p.call).c_str(),
-               static_cast<long long>(p.sequence), describe_group(p.channel.group()).c_str(),
-               missing_members(p).c_str());
+// With mu held: messages read the channel.
+void warn_if_due(const Participant& p, Deadlines& deadlines) {
+  if (!deadlines.warning_due()) return;
+  report_warning(slow_wait_warning(p.call.device, deadlines.warn_seconds(), where(p), missing_members(p)));
 }
 
-device::Failure timeout_failure(const Participant& p, double timeout_seconds) {
-  return {ErrorCode::kCollectiveTimeout,
-          str_cat("device ", p.call.device, " waited ", timeout_seconds, " s in ", describe(p.call), " #",
-                  p.sequence, " on group ", describe_group(p.channel.group()), " (its collective #", p.number,
-                  "); missing devices: ", missing_members(p))};
+device::Failure participant_timeout(const Participant& p, const Deadlines& deadlines) {
+  return timeout_failure(p.call.device, deadlines.timeout_seconds(),
+                         str_cat(where(p), " (its collective #", p.number, ")"), missing_members(p));
 }
 
 // When a sleeping waiter looks at the members it waits for again: nothing
@@ -120,34 +112,6 @@ class LookAgain {
  private:
   static constexpr Clock::duration kLongest = std::chrono::milliseconds(100);
   Clock::duration interval_ = std::chrono::milliseconds(1);
-};
-
-// The warning and timeout schedule of one slow wait, which starts when
-// the spin gives up. The timeout always wins: a warning due no sooner than
-// the failure is not given (the error says more), and the wait never
-// sleeps past the timeout waiting for the warning.
-class Deadlines {
- public:
-  Deadlines() : timeouts_(collective_timeouts()), start_(Clock::now()) {}
-
-  // Warns once when due (with mu held: messages read the channel).
-  void warn_if_due(const Participant& p) {
-    if (!warning_pending() || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
-    warn(p, timeouts_.warn_seconds);
-    warned_ = true;
-  }
-  bool timed_out() const { return Clock::now() >= start_ + seconds(timeouts_.timeout_seconds); }
-  double timeout_seconds() const { return timeouts_.timeout_seconds; }
-  Clock::time_point next() const {
-    return start_ + seconds(warning_pending() ? timeouts_.warn_seconds : timeouts_.timeout_seconds);
-  }
-
- private:
-  bool warning_pending() const { return !warned_ && timeouts_.warn_seconds < timeouts_.timeout_seconds; }
-
-  const CollectiveTimeouts timeouts_;
-  const Clock::time_point start_;
-  bool warned_ = false;
 };
 
 }  // namespace
@@ -172,8 +136,8 @@ std::optional<device::Failure> wait_until_open(const Participant& p) {
       return failure;
     }
     if (std::optional<device::Failure> failure = interruption(p)) return join_failed(std::move(*failure));
-    deadlines.warn_if_due(p);
-    if (deadlines.timed_out()) return join_failed(timeout_failure(p, deadlines.timeout_seconds()));
+    warn_if_due(p, deadlines);
+    if (deadlines.timed_out()) return join_failed(participant_timeout(p, deadlines));
     sleep.until(std::min(deadlines.next(), look_again.next()));
   }
   return std::nullopt;
@@ -199,9 +163,9 @@ bool wait_for_arrivals(const Participant& p) {
         p.channel.fail_locked(p.slot, std::move(*stop));
         continue;
       }
-      deadlines.warn_if_due(p);
+      warn_if_due(p, deadlines);
       if (deadlines.timed_out()) {
-        p.channel.fail_locked(p.slot, timeout_failure(p, deadlines.timeout_seconds()));
+        p.channel.fail_locked(p.slot, participant_timeout(p, deadlines));
         continue;
       }
       sleep.until(std::min(deadlines.next(), look_again.next()));

@@ -1,15 +1,16 @@
 // Waiting in a channel: a short spin (peers usually arrive within
-// microseconds), then a sleep on the channel, with the warning, the timeout
-// and the checks for gone devices and interrupts.
+// microseconds), then a sleep on the channel, with the warning and the
+// timeout (comm/deadlines.h) and the checks for gone devices and
+// interrupts (comm/gone_devices.h, comm/interrupted_devices.h).
 #pragma once
 
 #include <optional>
 #include <span>
 
+#include "comm/gone_devices.h"
 #include "comm/in_process/channel.h"
-#include "comm/in_process/gone_devices.h"
 #include "comm/in_process/progress.h"
-#include "comm/in_process/interrupted_devices.h"
+#include "comm/interrupted_devices.h"
 
 namespace ordo::comm {
 

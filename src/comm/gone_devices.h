@@ -3,11 +3,15 @@
 // thread died, and absent while nothing drives it (its spawn thread
 // returned) until it is driven again.
 //
+// Any backend keeps one, marked through its Communicator, and fails a
+// waiting collective with gone_failure; a device's own graph that fails
+// abandons its collectives, whose peers fail with abandoned_failure.
+//
 // Locking: mu_ guards the reasons. count_ mirrors how many there are,
 // changed under mu_ after the reasons, so any() is a lock-free first check
 // on the fast path (a waiter looks again whenever it is woken, and marking
-// wakes every waiter); the reasons themselves are read under mu_. Taken
-// after Channel::mu when both are held, never before.
+// wakes every waiter); the reasons themselves are read under mu_. A leaf:
+// taken after a backend's own locks (Channel::mu in process), never before.
 #pragma once
 
 #include <atomic>
@@ -16,6 +20,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "device/device_data.h"
+#include "ir/ops.h"
 
 namespace ordo::comm {
 
@@ -70,5 +78,15 @@ class GoneDevices {
   std::map<int, uint64_t> absence_epochs_;  // raised by every clear_absent
   std::atomic<int> count_{0};
 };
+
+// "<where> cannot complete: device 2 is gone (<reason>), <when>", when
+// saying how far the device got ("before any collective").
+device::Failure gone_failure(const std::string& where, int device, const std::string& reason,
+                             const std::string& when);
+
+// What the peers of an abandoned collective fail with: "device 2 will not
+// join all_reduce #3 on group [0, 2]: <reason>".
+device::Failure abandoned_failure(int device, ir::OpKind op, int64_t sequence, const std::vector<int>& group,
+                                  const std::string& reason);
 
 }  // namespace ordo::comm

@@ -3,10 +3,14 @@
 // fails naming the reason, until the interrupt ends (after what the device
 // had queued, so only that is cancelled).
 //
+// Any backend keeps one, marked through its Communicator, and fails an
+// interrupted wait with interrupted_failure.
+//
 // Locking: mu_ guards the interrupts. count_ mirrors how many there are,
 // changed under mu_, so any() is a lock-free first check for a waiter (it
 // looks again whenever it is woken, and interrupting wakes every waiter).
-// Taken after Channel::mu when both are held, never before.
+// A leaf: taken after a backend's own locks (Channel::mu in process),
+// never before.
 #pragma once
 
 #include <atomic>
@@ -15,6 +19,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "device/device_data.h"
 
 namespace ordo::comm {
 
@@ -59,5 +65,11 @@ class InterruptedDevices {
   uint64_t last_id_ = 0;
   std::atomic<int> count_{0};
 };
+
+// "<where> was interrupted on device 1: <reason>; devices that had not
+// arrived: <missing>". Without a reason (the device's waits are not
+// interrupted) the waiting thread was (core/interrupt.h).
+device::Failure interrupted_failure(const std::string& where, int device, const std::optional<std::string>& reason,
+                                    const std::string& missing);
 
 }  // namespace ordo::comm

@@ -1,4 +1,4 @@
-#include "comm/in_process/fingerprint.h"
+#include "comm/fingerprint.h"
 
 #include <algorithm>
 #include <bit>
@@ -56,7 +56,13 @@ void Fingerprint::assign(const CollectiveCall& call) {
 }
 
 bool Fingerprint::operator==(const Fingerprint& other) const {
-  return size_ == other.size_ && std::equal(words(), words() + size_, other.words());
+  return size_ == other.size_ && std::equal(data(), data() + size_, other.data());
+}
+
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
+                             int other_device, const CollectiveCall& other_call) {
+  return str_cat("collective mismatch at #", sequence, " on group ", describe_group(group), ": device ", device,
+                 " runs ", describe(call), " but device ", other_device, " runs ", describe(other_call));
 }
 
 }  // namespace ordo::comm

@@ -5,11 +5,13 @@
 //
 //   Fingerprint mine;
 //   mine.assign(call);
-//   if (mine != theirs) ...  // a collective mismatch
+//   if (mine != theirs) throw CollectiveMismatchError(mismatch_message(...));
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -25,9 +27,13 @@ class Fingerprint {
 
   bool operator==(const Fingerprint& other) const;
 
+  // What a backend sends its peers when they share no memory: equal
+  // fingerprints have equal words.
+  std::span<const int64_t> words() const { return {data(), size_}; }
+
  private:
   void put(size_t at, int64_t word);
-  const int64_t* words() const { return spilled_ ? spill_.data() : inline_.data(); }
+  const int64_t* data() const { return spilled_ ? spill_.data() : inline_.data(); }
 
   // Enough for an op with a few inputs of small rank and no groups.
   static constexpr size_t kInlineWords = 24;
@@ -36,5 +42,11 @@ class Fingerprint {
   std::array<int64_t, kInlineWords> inline_{};
   std::vector<int64_t> spill_;
 };
+
+// What every member of group raises when device and other_device brought
+// different ops to the group's collective #sequence: "collective mismatch
+// at #3 on group [0, 1]: device 0 runs <call> but device 1 runs <other>".
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
+                             int other_device, const CollectiveCall& other_call);
 
 }  // namespace ordo::comm

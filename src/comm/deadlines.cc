@@ -1,0 +1,44 @@
+#include "comm/deadlines.h"
+
+#include <cstdio>
+
+namespace ordo::comm {
+namespace {
+
+Deadlines::Clock::duration after(double seconds) {
+  return std::chrono::duration_cast<Deadlines::Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+Deadlines::Deadlines() : Deadlines(collective_timeouts()) {}
+
+Deadlines::Deadlines(CollectiveTimeouts timeouts, Clock::time_point start)
+    : timeouts_(timeouts),
+      start_(start),
+      warn_after_(after(timeouts.warn_seconds)),
+      timeout_after_(after(timeouts.timeout_seconds)) {}
+
+bool Deadlines::warning_due() {
+  if (!warning_pending() || Clock::now() < start_ + warn_after_) return false;
+  warned_ = true;
+  return true;
+}
+
+void report_warning(const std::string& message) {
+  // One call, so that warnings of threads waiting at once do not interleave.
+  std::fprintf(stderr, "ordo: %s\n", message.c_str());
+}
+
+std::string slow_wait_warning(int device, double waited_seconds, const std::string& where,
+                              const std::string& missing) {
+  return str_cat("device ", device, " has waited ", waited_seconds, " s in ", where, "; missing devices: ", missing);
+}
+
+device::Failure timeout_failure(int device, double timeout_seconds, const std::string& where,
+                                const std::string& missing) {
+  return {ErrorCode::kCollectiveTimeout,
+          str_cat("device ", device, " waited ", timeout_seconds, " s in ", where, "; missing devices: ", missing)};
+}
+
+}  // namespace ordo::comm
