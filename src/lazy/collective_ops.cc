@@ -268,6 +268,17 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const 
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(results[i]);
 }
 
+std::vector<std::string> rendezvous(std::string_view tag, std::string_view payload,
+                                    const std::vector<int>& replicas,
+                                    const std::function<void(const std::string& line)>& on_warning) {
+  runtime::Runtime& rt = runtime::get();
+  const int device = current_device();
+  rt.check_device(device);
+  std::vector<int> participants = replicas;
+  std::sort(participants.begin(), participants.end());
+  return rt.communicator().exchange({rt.global_ordinal(device), tag, participants, payload, on_warning});
+}
+
 void set_token_edges_enabled(bool enabled) { g_token_edges.store(enabled); }
 bool token_edges_enabled() { return g_token_edges.load(); }
 

@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "comm/deadlines.h"
 #include "comm/in_process/missing_members.h"
 #include "core/interrupt.h"
 #include "ordo/collectives.h"
@@ -42,10 +43,6 @@ bool spin_until(const Done& done) {
     }
   } while (Clock::now() < yield_until);
   return done();
-}
-
-Clock::duration seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
 // Holds the channel's mutex and counts itself among the sleepers, so that
@@ -122,34 +119,6 @@ class LookAgain {
   Clock::duration interval_ = std::chrono::milliseconds(1);
 };
 
-// The warning and timeout schedule of one slow wait, which starts when
-// the spin gives up. The timeout always wins: a warning due no sooner than
-// the failure is not given (the error says more), and the wait never
-// sleeps past the timeout waiting for the warning.
-class Deadlines {
- public:
-  Deadlines() : timeouts_(collective_timeouts()), start_(Clock::now()) {}
-
-  // Warns once when due (with mu held: messages read the channel).
-  void warn_if_due(const Participant& p) {
-    if (!warning_pending() || Clock::now() < start_ + seconds(timeouts_.warn_seconds)) return;
-    warn(p, timeouts_.warn_seconds);
-    warned_ = true;
-  }
-  bool timed_out() const { return Clock::now() >= start_ + seconds(timeouts_.timeout_seconds); }
-  double timeout_seconds() const { return timeouts_.timeout_seconds; }
-  Clock::time_point next() const {
-    return start_ + seconds(warning_pending() ? timeouts_.warn_seconds : timeouts_.timeout_seconds);
-  }
-
- private:
-  bool warning_pending() const { return !warned_ && timeouts_.warn_seconds < timeouts_.timeout_seconds; }
-
-  const CollectiveTimeouts timeouts_;
-  const Clock::time_point start_;
-  bool warned_ = false;
-};
-
 }  // namespace
 
 std::optional<device::Failure> wait_until_open(const Participant& p) {
@@ -172,7 +141,7 @@ std::optional<device::Failure> wait_until_open(const Participant& p) {
       return failure;
     }
     if (std::optional<device::Failure> failure = interruption(p)) return join_failed(std::move(*failure));
-    deadlines.warn_if_due(p);
+    if (deadlines.take_warning()) warn(p, deadlines.warn_seconds());
     if (deadlines.timed_out()) return join_failed(timeout_failure(p, deadlines.timeout_seconds()));
     sleep.until(std::min(deadlines.next(), look_again.next()));
   }
@@ -199,7 +168,7 @@ bool wait_for_arrivals(const Participant& p) {
         p.channel.fail_locked(p.slot, std::move(*stop));
         continue;
       }
-      deadlines.warn_if_due(p);
+      if (deadlines.take_warning()) warn(p, deadlines.warn_seconds());
       if (deadlines.timed_out()) {
         p.channel.fail_locked(p.slot, timeout_failure(p, deadlines.timeout_seconds()));
         continue;
