@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from . import _C, _exchange
+from . import _C
 
 
 class Device:
@@ -154,14 +154,12 @@ def spawn(fn, args=(), nprocs=None):
             if same_runtime():
                 reason = "its spawn function returned"
                 _C.mark_device_absent(index, reason)
-                _exchange.mark_absent(index, reason)
         except BaseException as error:  # noqa: B036 - handed to the caller below
             with lock:
                 errors.append((time.monotonic(), index, error))
             reason = f"its spawn function raised {type(error).__name__}: {error}"
             if same_runtime():
                 _C.mark_device_failed(index, reason)
-            _exchange.fail_device(index, reason)
 
     threads = [threading.Thread(target=run, args=(i,), name=f"ordo-device-{i}") for i in range(count)]
     try:
@@ -191,7 +189,6 @@ def spawn(fn, args=(), nprocs=None):
         for index in range(count):
             if clear_in_runtime:
                 _C.clear_device_absent(index)
-            _exchange.clear_absent(index)
     if errors:
         # The first error in time is the cause; the others follow from it.
         _, index, error = min(errors, key=lambda e: e[0])
@@ -220,10 +217,8 @@ def _stop_spawned_threads(threads, interrupt, same_runtime):
     # Every device first, so that each thread, failing, finds them all failed
     # for this reason rather than for its peers' failures.
     for index in range(len(threads)):
-        _exchange.fail_device(index, reason)
         if same_runtime():
             _C.mark_device_failed(index, reason)
-    _exchange.interrupt(range(len(threads)), reason)
     if same_runtime():
         for index in range(len(threads)):
             _C.interrupt_device(index, reason)

@@ -47,8 +47,16 @@ class GilRelease {
   PyThreadState* state_;  // null while this thread holds the GIL
 };
 
-// The devices a wait is for: one ordinal, or every device.
+// The devices a wait is for: one ordinal, or every device, or none (a
+// rendezvous: it waits for no device's queue, so an interrupt fails the
+// wait itself, for its peers too, and leaves every device's queue alone).
 inline constexpr int kEveryDevice = -1;
+inline constexpr int kNoDevice = -2;
+
+// Prints line on Python's sys.stdout (a warning of a wait without the
+// GIL, which it takes); on stderr once the interpreter finalizes or if
+// printing raises.
+void print_on_python_stdout(const std::string& line);
 
 // A wait without the GIL that Python's signal handlers may interrupt when
 // it runs on the main thread (anywhere else it is a GilRelease).
