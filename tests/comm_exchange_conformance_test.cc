@@ -319,20 +319,36 @@ TEST_P(ExchangeConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
 
 TEST_P(ExchangeConformanceFailures, AnInterruptFailsTheDevicesExchangeAndItsPeersNowAndLater) {
   const int missing = world_ - 1;
+  uint64_t id = 0;
   std::thread interrupter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
-    const uint64_t id = comm_->interrupt(0, "Ctrl-C");
-    // Until the interrupt ends, device 0's next exchange fails too.
-    const ExchangeOutcome later = exchange_on(0, {"later", {}, "x"});
-    EXPECT_NE(later.error.find("rendezvous 'later' cannot complete: device 0 was interrupted: Ctrl-C"),
-              std::string::npos)
-        << later.error;
-    comm_->end_interrupt(0, id);
+    id = comm_->interrupt(0, "Ctrl-C");
   });
   const std::vector<ExchangeOutcome> outcomes = exchange_without(missing, "now");
   interrupter.join();
   expect_failed(outcomes, missing, ErrorCode::kCollective,
                 "rendezvous 'now' cannot complete: device 0 was interrupted: Ctrl-C");
+  // Until the interrupt ends, device 0's next exchange fails too; then the
+  // devices meet again.
+  const ExchangeOutcome later = exchange_on(0, {"later", {}, "x"});
+  EXPECT_EQ(later.error, "rendezvous 'later' cannot complete: device 0 was interrupted: Ctrl-C");
+  comm_->end_interrupt(0, id);
+  expect_every_payload("after", 0, [](int) { return size_t{7}; });
+}
+
+TEST_P(ExchangeConformanceFailures, ADeviceTakesPartInOneRendezvousAtATime) {
+  const int missing = world_ - 1;
+  std::thread second([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // device 0 waits by now
+    const ExchangeOutcome outcome = exchange_on(0, {"second", {}, "y"});
+    EXPECT_EQ(outcome.code, ErrorCode::kInvalidArgument) << outcome.error;
+    EXPECT_EQ(outcome.error, "rendezvous 'second': device 0 already waits in rendezvous 'first' (on another "
+                             "thread): a device takes part in one rendezvous at a time");
+    comm_->mark_device_failed(missing, "the test is done");
+  });
+  const std::vector<ExchangeOutcome> outcomes = exchange_without(missing, "first");
+  second.join();
+  expect_failed(outcomes, missing, ErrorCode::kCollective, "is gone (the test is done)");
 }
 
 // Says "interrupt" once its thread has waited 50 ms, naming a cause.

@@ -74,7 +74,8 @@ class Communicator {
   // CollectiveError when a participant that has not arrived is failed or
   // absent, or when a participant's wait is interrupted (interrupt(), or
   // the waiting thread's check: core/interrupt.h). InvalidArgument, with
-  // nothing changed, when call.device is not among valid participants.
+  // nothing changed, when call.device is not among valid participants or
+  // already waits in an exchange (a device takes part in one at a time).
   virtual std::vector<std::string> exchange(const ExchangeCall& call) = 0;
 };
 

@@ -56,6 +56,11 @@ std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
   const auto rank = static_cast<size_t>(std::find(participants.begin(), participants.end(), me) -
                                         participants.begin());
   std::unique_lock<std::mutex> lock(mu_);
+  if (const Meeting* other = waiting_in_[static_cast<size_t>(me)]) {
+    throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me, " already waits in ",
+                                 describe_tag(std::get<0>(*other->round)),
+                                 " (on another thread): a device takes part in one rendezvous at a time");
+  }
   int64_t& next = rounds_[static_cast<size_t>(me)][{std::string(call.tag), participants}];
   const size_t size = participants.size();
   auto [it, added] = meetings_.try_emplace(Round{std::string(call.tag), std::move(participants), next++}, size);
@@ -109,7 +114,11 @@ std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<s
                                        describe_tag(call.tag), "; missing devices: ",
                                        describe_group(missing_of(meeting)));
       lock.unlock();
-      call.warn ? call.warn(line) : warn_on_stderr(line);
+      try {
+        call.warn ? call.warn(line) : warn_on_stderr(line);
+      } catch (...) {
+        // A warning that could not be given changes nothing of the wait.
+      }
       lock.lock();
       continue;  // things may have changed meanwhile
     }
