@@ -227,6 +227,7 @@ void InProcessExchange::wake() {
 }
 
 void InProcessExchange::interrupt(int device, const std::string& reason) {
+  if (device < 0 || device >= world_size_) return;  // a device that cannot wait here
   std::lock_guard<std::mutex> lock(mu_);
   Meeting* meeting = waiting_in_[static_cast<size_t>(device)];
   if (meeting != nullptr && !meeting->failure) {
