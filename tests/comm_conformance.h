@@ -10,10 +10,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "comm/communicator.h"
+#include "comm/in_process/in_process_communicator.h"
 #include "device/buffer.h"
 #include "ordo/ordo.h"
 
@@ -26,7 +30,16 @@ struct Backend {
 };
 
 // Every backend built into this binary.
-std::vector<Backend> backends();
+inline std::vector<Backend> backends() {
+  return {{"in_process", [](int world) { return std::make_unique<comm::InProcessCommunicator>(world); }}};
+}
+
+// A parameterised suite's case: a backend (its index in backends()) and a
+// world size, named "in_process_world4".
+using Param = std::tuple<size_t, int>;
+inline std::string backend_and_world(const ::testing::TestParamInfo<Param>& info) {
+  return backends()[std::get<0>(info.param)].name + "_world" + std::to_string(std::get<1>(info.param));
+}
 
 // One device's part in one collective: its attributes, inputs and outputs.
 struct DevicePart {
@@ -42,8 +55,28 @@ struct Outcome {
   std::vector<std::string> errors;        // by device; "" = success
   std::vector<ErrorCode> codes;           // by device, for the failed ones
 };
-Outcome run_collective(comm::Communicator& comm, ir::OpKind op, const std::vector<ir::CollectiveAttrs>& attrs,
-                       std::vector<DevicePart>& parts, const std::function<bool(int)>& skip = {});
+inline Outcome run_collective(comm::Communicator& comm, ir::OpKind op,
+                              const std::vector<ir::CollectiveAttrs>& attrs, std::vector<DevicePart>& parts,
+                              const std::function<bool(int)>& skip = {}) {
+  Outcome outcome{std::vector<std::string>(parts.size()), std::vector<ErrorCode>(parts.size())};
+  std::vector<std::thread> threads;
+  for (int d = 0; d < static_cast<int>(parts.size()); ++d) {
+    if (skip && skip(d)) continue;
+    threads.emplace_back([&, d] {
+      std::vector<const device::Buffer*> inputs, outputs;
+      for (const auto& b : parts[d].inputs) inputs.push_back(b.get());
+      for (const auto& b : parts[d].outputs) outputs.push_back(b.get());
+      try {
+        comm.run({op, attrs[d], d, inputs, outputs});
+      } catch (const Error& e) {
+        outcome.errors[d] = e.what();
+        outcome.codes[d] = e.code();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return outcome;
+}
 
 // The input value of element i of tensor t on device d: every dtype's
 // values differ across devices, elements and tensors; floats have varied

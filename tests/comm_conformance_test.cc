@@ -11,37 +11,10 @@
 #include <chrono>
 #include <numeric>
 
-#include "comm/in_process/in_process_communicator.h"
 #include "comm_conformance.h"
 #include "core/dtype_dispatch.h"
 
 namespace ordo::conformance {
-
-std::vector<Backend> backends() {
-  return {{"in_process", [](int world) { return std::make_unique<comm::InProcessCommunicator>(world); }}};
-}
-
-Outcome run_collective(comm::Communicator& comm, ir::OpKind op, const std::vector<ir::CollectiveAttrs>& attrs,
-                       std::vector<DevicePart>& parts, const std::function<bool(int)>& skip) {
-  Outcome outcome{std::vector<std::string>(parts.size()), std::vector<ErrorCode>(parts.size())};
-  std::vector<std::thread> threads;
-  for (int d = 0; d < static_cast<int>(parts.size()); ++d) {
-    if (skip && skip(d)) continue;
-    threads.emplace_back([&, d] {
-      std::vector<const device::Buffer*> inputs, outputs;
-      for (const auto& b : parts[d].inputs) inputs.push_back(b.get());
-      for (const auto& b : parts[d].outputs) outputs.push_back(b.get());
-      try {
-        comm.run({op, attrs[d], d, inputs, outputs});
-      } catch (const Error& e) {
-        outcome.errors[d] = e.what();
-        outcome.codes[d] = e.code();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return outcome;
-}
 
 namespace {
 
@@ -154,8 +127,6 @@ std::string first_difference(const device::Buffer& got, const std::vector<T>& wa
   }
   return "";
 }
-
-using Param = std::tuple<size_t, int>;  // backend, world size
 
 class Conformance : public ::testing::TestWithParam<Param> {
  protected:
@@ -567,16 +538,12 @@ TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   expect_aligned("a stale absence mark");
 }
 
-std::string name_of(const ::testing::TestParamInfo<Param>& info) {
-  return backends()[std::get<0>(info.param)].name + "_world" + std::to_string(std::get<1>(info.param));
-}
-
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
                          ::testing::Combine(::testing::Range<size_t>(0, backends().size()), ::testing::Range(1, 9)),
-                         name_of);
+                         backend_and_world);
 INSTANTIATE_TEST_SUITE_P(Backends, ConformanceFailures,
                          ::testing::Combine(::testing::Range<size_t>(0, backends().size()), ::testing::Range(2, 9)),
-                         name_of);
+                         backend_and_world);
 
 }  // namespace
 }  // namespace ordo::conformance

@@ -17,6 +17,7 @@
 // makes the others raise CollectiveError.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,28 @@ Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, 
 // a global ordinal); a group without the root gets zeros, as in torch_xla.
 void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal = 0,
                           const ReplicaGroups& groups = {});
+
+// ---- The host-side exchange. ----
+
+// Meets the calling thread's device's peers outside any graph (torch_xla's
+// rendezvous): every participant (the replicas, global ordinals in any
+// order; none: every device) calls it with the same tag, and each gets
+// every participant's payload, in ordinal order. Payloads may differ in
+// length, and be empty. It runs beside the device's queued graphs, not
+// after them. Like a collective, it does not hang: participants that wait
+// for each other in different rounds (another tag or replicas) raise
+// CollectiveMismatchError; a wait past the collective timeout warns, then
+// raises CollectiveTimeoutError; a participant that has not arrived and is
+// marked failed or absent, or an interrupt of a waiting participant
+// (interrupt_device, or the thread's own check), fails it with
+// CollectiveError. A device not among the replicas, or replicas that are
+// not distinct devices, raise InvalidArgument, and nothing is left behind.
+// on_warning takes the warning line instead of stderr.
+//
+//   std::vector<std::string> all = ordo::rendezvous("step done", "loss 0.25");
+std::vector<std::string> rendezvous(std::string_view tag, std::string_view payload = {},
+                                    const std::vector<int>& replicas = {},
+                                    const std::function<void(const std::string& line)>& on_warning = {});
 
 // ---- The cc token of each device. ----
 

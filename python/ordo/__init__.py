@@ -86,9 +86,7 @@ def wait_device_ops(devices=()):
 
 def shutdown():
     """Waits for every device and stops the runtime; init() may follow."""
-    from . import _exchange
     _C.shutdown()
-    _exchange.reset()
 
 
 def set_collective_timeout(timeout_seconds, warn_seconds=None):

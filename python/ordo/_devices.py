@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from . import _C, _exchange
+from . import _C
 
 
 class Device:
@@ -134,4 +134,4 @@ def spawn(fn, args=(), nprocs=None):
     spawn gives the threads half a second to end, then raises the
     KeyboardInterrupt, with a note of what their calls raised (the threads
     run in C++: ordo/_C's _spawn, where the GIL is taken for each call)."""
-    return _C._spawn(fn, args, nprocs, _exchange)
+    return _C._spawn(fn, args, nprocs)

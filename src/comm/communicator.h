@@ -3,8 +3,11 @@
 // conformance tests; the in-process backend is the reference.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "device/buffer.h"
 #include "ir/collective_attrs.h"
@@ -19,6 +22,21 @@ struct CollectiveCall {
   int device;                                       // global ordinal
   std::span<const device::Buffer* const> inputs;    // the data inputs (no token)
   std::span<const device::Buffer* const> outputs;   // allocated; the collective writes them
+};
+
+// One participant's part in a host-side exchange (a rendezvous): called
+// from the thread that drives the device, not from its worker, so it never
+// takes the device's collective slot and runs beside the device's graphs.
+// Every field is read during the call only.
+struct ExchangeCall {
+  int device;                         // global ordinal, among the participants
+  std::string_view tag;               // the same for every participant of a round
+  std::span<const int> participants;  // sorted global ordinals; empty: every device
+  std::string_view payload;           // any bytes, of any length (empty too)
+  // Takes the warning of a slow wait ("ordo: device 0 has waited 30 s in
+  // rendezvous 'x'; missing devices: [3]"), called with no lock of the
+  // communicator held; empty: it goes to stderr.
+  std::function<void(const std::string& line)> warn = {};
 };
 
 class Communicator {
@@ -46,6 +64,19 @@ class Communicator {
   // with the id this returned.
   virtual uint64_t interrupt(int device, const std::string& reason) = 0;
   virtual void end_interrupt(int device, uint64_t id) = 0;
+
+  // Meets the other participants of call's round and returns every
+  // participant's payload, in ordinal order. Rounds are counted per tag,
+  // participant set and device. Like a collective, it fails instead of
+  // waiting forever: CollectiveMismatchError when participants wait for
+  // each other in different rounds (another tag or participant set),
+  // CollectiveTimeoutError past the timeout (after the warning),
+  // CollectiveError when a participant that has not arrived is failed or
+  // absent, or when a participant's wait is interrupted (interrupt(), or
+  // the waiting thread's check: core/interrupt.h). InvalidArgument, with
+  // nothing changed, when call.device is not among valid participants or
+  // already waits in an exchange (a device takes part in one at a time).
+  virtual std::vector<std::string> exchange(const ExchangeCall& call) = 0;
 };
 
 // For messages: "all_reduce(sum, scale 0.5, groups [[0, 1], [2, 3]]) of

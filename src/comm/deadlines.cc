@@ -25,9 +25,11 @@ bool Deadlines::warning_due() {
   return true;
 }
 
+std::string warning_line(const std::string& message) { return "ordo: " + message; }
+
 void report_warning(const std::string& message) {
   // One call, so that warnings of threads waiting at once do not interleave.
-  std::fprintf(stderr, "ordo: %s\n", message.c_str());
+  std::fprintf(stderr, "%s\n", warning_line(message).c_str());
 }
 
 std::string slow_wait_warning(int device, double waited_seconds, const std::string& where,

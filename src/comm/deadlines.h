@@ -48,9 +48,12 @@ class Deadlines {
   bool warned_ = false;
 };
 
-// Prints "ordo: <message>" on stderr: the one place a wait's warning is
-// printed.
+// Prints warning_line(message) on stderr: the one place a wait's warning
+// is printed, unless the waiter was handed a printer of its own (Python's
+// rendezvous prints on sys.stdout).
 void report_warning(const std::string& message);
+// "ordo: <message>"
+std::string warning_line(const std::string& message);
 
 // "device 1 has waited 30 s in <where>; missing devices: <missing>", where
 // is what it waits in ("all_reduce(...) #3 on group [0, 1]").

@@ -1,6 +1,7 @@
 #include "core/interrupt.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "ordo/error.h"
 
@@ -34,6 +35,15 @@ bool poll_interrupt() {
 }
 
 bool interrupted() { return t_check != nullptr && t_check->interrupted_; }
+
+void set_interrupt_cause(std::string cause) {
+  if (t_check != nullptr) t_check->cause_ = std::move(cause);
+}
+
+const std::string& interrupt_cause() {
+  static const std::string kNone;
+  return t_check != nullptr ? t_check->cause_ : kNone;
+}
 
 Clock::time_point interrupt_poll_deadline(Clock::time_point deadline) {
   if (t_check == nullptr) return deadline;

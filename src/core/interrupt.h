@@ -20,6 +20,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 #include <string_view>
 
 namespace ordo {
@@ -39,11 +40,14 @@ class ScopedInterruptCheck {
   friend bool poll_interrupt();
   friend bool interrupted();
   friend bool has_interrupt_check();
+  friend void set_interrupt_cause(std::string cause);
+  friend const std::string& interrupt_cause();
 
   Check check_;
   void* context_;
   ScopedInterruptCheck* outer_;
   bool interrupted_ = false;
+  std::string cause_;
   std::chrono::steady_clock::time_point last_poll_{};
 };
 
@@ -55,6 +59,11 @@ bool has_interrupt_check();
 bool poll_interrupt();
 // Whether this thread's check has said "interrupt" (without running it).
 bool interrupted();
+// What interrupted this thread's wait, as its check named it when it said
+// "interrupt" ("KeyboardInterrupt"), for messages that say so; empty if it
+// named nothing. set_interrupt_cause is for the check itself to call.
+void set_interrupt_cause(std::string cause);
+const std::string& interrupt_cause();
 // When a sleep that would last until deadline must wake on this thread.
 std::chrono::steady_clock::time_point interrupt_poll_deadline(std::chrono::steady_clock::time_point deadline);
 // The wait `what` gives up: throws ExecutionError("<what> was interrupted").

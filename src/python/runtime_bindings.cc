@@ -54,6 +54,16 @@ void bind_runtime(py::module_& m) {
   m.def("wait_all_device_ops", [] {
     wait_interruptibly(kEveryDevice, "wait_device_ops", [] { wait_device_ops(); });
   });
+  // Payloads are bytes both ways (pybind11 would make str of a string).
+  m.def("rendezvous", [](const std::string& tag, const py::bytes& payload, const std::vector<int>& replicas) {
+    const std::string_view bytes = payload;  // payload lives (and holds still) until the call returns
+    const std::vector<std::string> payloads = wait_interruptibly(kNoDevice, "a rendezvous", [&] {
+      return rendezvous(tag, bytes, replicas, &print_on_python_stdout);
+    });
+    py::list out;
+    for (const std::string& p : payloads) out.append(py::bytes(p));
+    return out;
+  });
   m.def("dump_pending_graph", &dump_pending_graph, py::arg("device") = -1);
   m.def("compile_cache_stats", [] {
     const CompileCacheStats s = compile_cache_stats();

@@ -59,36 +59,12 @@ py::error_already_set as_python_error(const std::exception_ptr& error) {
   py::pybind11_fail("spawn: an error was not translated");
 }
 
-// Until rendezvous is behind the communicator (issue #12), Python's
-// meeting place (ordo/_exchange.py, or None) hears what the communicator
-// hears. With the GIL held.
-struct ExchangeNews {
-  py::object exchange;
-
-  void failed(int ordinal, const std::string& reason) const {
-    if (!exchange.is_none()) exchange.attr("fail_device")(ordinal, reason);
-  }
-  void returned(int ordinal) const {
-    if (!exchange.is_none()) exchange.attr("mark_absent")(ordinal, "its spawn function returned");
-  }
-  void interrupted(int count, const std::string& reason) const {
-    if (exchange.is_none()) return;
-    for (int ordinal = 0; ordinal < count; ++ordinal) failed(ordinal, reason);
-    exchange.attr("interrupt")(py::module_::import("builtins").attr("range")(count), reason);
-  }
-  void spawn_over(int count) const {
-    for (int ordinal = 0; !exchange.is_none() && ordinal < count; ++ordinal) {
-      exchange.attr("clear_absent")(ordinal);
-    }
-  }
-};
-
 // A spawn's Python side: fn, its arguments, and what each call returned or
 // raised, by ordinal. Its objects are touched with the GIL held only.
 class PythonSpawn {
  public:
-  PythonSpawn(py::object fn, py::tuple args, ExchangeNews exchange, int devices)
-      : fn_(std::move(fn)), args_(std::move(args)), exchange_(std::move(exchange)),
+  PythonSpawn(py::object fn, py::tuple args, int devices)
+      : fn_(std::move(fn)), args_(std::move(args)),
         results_(static_cast<size_t>(devices), py::none()), errors_(static_cast<size_t>(devices)) {}
 
   // In device `ordinal`'s thread, without the GIL: what fn raised is
@@ -110,7 +86,6 @@ class PythonSpawn {
     if (raised) throw *raised;
   }
 
-  const ExchangeNews& exchange() const { return exchange_; }
   const py::object& result(int ordinal) const { return results_[ordinal]; }
   // What call `ordinal` raised, as a Python exception.
   py::error_already_set error(int ordinal, const SpawnedOutcome& outcome) const {
@@ -127,11 +102,9 @@ class PythonSpawn {
       results_[ordinal] = call_fn(ordinal);
     } catch (py::error_already_set& error) {
       RaisedInPython raised(describe(error));
-      exchange_.failed(ordinal, kRaisedReason + std::string(raised.what()));
       errors_[ordinal] = std::move(error);
       return raised;
     }
-    exchange_.returned(ordinal);
     return std::nullopt;
   }
 
@@ -154,7 +127,6 @@ class PythonSpawn {
 
   const py::object fn_;
   const py::tuple args_;
-  const ExchangeNews exchange_;
   std::vector<py::object> results_;
   std::vector<std::optional<py::error_already_set>> errors_;
 };
@@ -188,7 +160,6 @@ std::vector<int> stop_spawned_threads(const PythonSpawn& python, SpawnedDevices&
                                       std::optional<py::error_already_set>& raised_meanwhile) {
   const std::string reason = str_cat("the main thread was interrupted by ", type_name(interrupt.type()),
                                      " while ordo.spawn waited for the devices' threads");
-  python.exchange().interrupted(devices.count(), reason);
   {
     GilRelease released;
     devices.interrupt(reason);
@@ -260,8 +231,7 @@ void wait_at_exit(std::shared_ptr<SpawnedDevices> devices) {
       py::name("wait_for_the_threads_of_an_interrupted_spawn")));
 }
 
-py::list spawn_python_function(py::object fn, const py::object& args, const py::object& nprocs,
-                               py::object exchange) {
+py::list spawn_python_function(py::object fn, const py::object& args, const py::object& nprocs) {
   py::tuple arguments(args);
   const int64_t count = spawn_count(nprocs);
   api::SpawnOptions options;
@@ -269,7 +239,7 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
   options.failure_reason_prefix = kRaisedReason;
   // Left behind (never freed) if threads still run after an interrupt.
   auto python = std::make_unique<PythonSpawn>(std::move(fn), std::move(arguments),
-                                              ExchangeNews{std::move(exchange)}, num_devices());
+                                              num_devices());
   std::shared_ptr<SpawnedDevices> devices;
   const JoinWithoutGil join{devices};
   {
@@ -291,14 +261,8 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
     if (raised_meanwhile) throw *raised_meanwhile;
     throw;
   }
-  std::vector<SpawnedOutcome> outcomes;
-  try {
-    outcomes = wait_interruptibly(kEveryDevice, "ordo.spawn", [&] { return devices->finish(); });
-  } catch (...) {
-    python->exchange().spawn_over(devices->count());
-    throw;
-  }
-  python->exchange().spawn_over(devices->count());
+  const std::vector<SpawnedOutcome> outcomes =
+      wait_interruptibly(kEveryDevice, "ordo.spawn", [&] { return devices->finish(); });
   const int first = api::first_failure(outcomes);
   if (first >= 0) raise_first_error(*python, first, outcomes[first]);
   py::list results(outcomes.size());
@@ -309,8 +273,7 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
 }  // namespace
 
 void bind_spawn(py::module_& m) {
-  m.def("_spawn", &spawn_python_function, py::arg("fn"), py::arg("args"), py::arg("nprocs"),
-        py::arg("exchange") = py::none());
+  m.def("_spawn", &spawn_python_function, py::arg("fn"), py::arg("args"), py::arg("nprocs"));
 }
 
 }  // namespace ordo::python

@@ -1,6 +1,7 @@
 #include "python/waiting.h"
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 namespace ordo::python {
@@ -36,6 +37,21 @@ void GilRelease::reacquire() {
   state_ = nullptr;
 }
 
+void print_on_python_stdout(const std::string& line) {
+  if (interpreter_finalizing()) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    return;
+  }
+  py::gil_scoped_acquire gil;
+  try {
+    py::print(line, py::arg("flush") = true);
+  } catch (py::error_already_set& error) {
+    // A Ctrl-C while printing is the wait's: its next check raises it.
+    if (error.matches(PyExc_KeyboardInterrupt)) PyErr_SetInterrupt();
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
 InterruptibleWait::InterruptibleWait(int device, const char* doing) : device_(device), doing_(doing) {
   if (gil_.on_main_thread()) check_.emplace(&InterruptibleWait::check, this);
 }
@@ -56,9 +72,9 @@ bool InterruptibleWait::check(void* context) noexcept {
   if (PyErr_CheckSignals() != 0) {
     try {
       self.raised_.emplace();  // takes the handler's exception
-      reason = str_cat("Python's main thread was interrupted by ",
-                       py::str(self.raised_->type().attr("__name__")).cast<std::string>(),
-                       " while it waited for ");
+      const std::string raised = py::str(self.raised_->type().attr("__name__")).cast<std::string>();
+      set_interrupt_cause(raised);
+      reason = str_cat("Python's main thread was interrupted by ", raised, " while it waited for ");
     } catch (...) {
       PyErr_Clear();
       reason = "Python's main thread was interrupted while it waited for ";

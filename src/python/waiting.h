@@ -55,9 +55,16 @@ PyGILState_STATE take_gil_in_foreign_thread();
 
 // The devices a wait is for: one ordinal, or every device; or none, when
 // its caller interrupts what it waits for itself (spawn: its devices are
-// declared failed first).
+// declared failed first), or when it waits for no device's queue (a
+// rendezvous: an interrupt fails the wait itself, for its peers too, and
+// leaves every device's queue alone).
 inline constexpr int kEveryDevice = -1;
 inline constexpr int kNoDevice = -2;
+
+// Prints line on Python's sys.stdout (a warning of a wait without the
+// GIL, which it takes); on stderr once the interpreter finalizes or if
+// printing raises.
+void print_on_python_stdout(const std::string& line);
 
 // A wait without the GIL that Python's signal handlers may interrupt when
 // it runs on the main thread (anywhere else it is a GilRelease).

@@ -128,3 +128,41 @@ def test_shutdown_resets_the_exchange(bounded_timeouts):
     # Every device starts again at round 0 of every tag, and none is gone.
     everyone = [payload(i) for i in range(4)]
     assert ordo.spawn(lambda index: ordo.rendezvous("reset", payload(index))) == [everyone] * 4
+
+
+def test_payloads_of_different_lengths_and_large_ones_meet(world):
+    def data(index):
+        return bytes(range(256)) * (index * 4099) if index % 2 else b""
+
+    assert ordo.spawn(lambda index: ordo.rendezvous("lengths", data(index))) == [[data(i) for i in range(world)]] * world
+
+
+@pytest.mark.parametrize("world", [2, 4], indirect=True)
+def test_devices_that_wait_in_different_rendezvous_raise_a_mismatch_at_once(world, bounded_timeouts):
+    start = time.monotonic()
+    outcomes = spmd.spawn_outcomes(lambda index: ordo.rendezvous("odd" if index == world - 1 else "even"))
+    assert time.monotonic() - start < 5  # before, they waited for the timeout
+    for error in outcomes:
+        assert isinstance(error, ordo.CollectiveMismatchError)
+        assert str(error).startswith("rendezvous mismatch: device ")
+        assert "rendezvous 'odd' (round 0 of devices" in str(error)
+        assert "rendezvous 'even' (round 0 of devices" in str(error)
+    # The devices meet again under another tag.
+    assert ordo.spawn(lambda index: ordo.rendezvous("after", payload(index))) == [[payload(i) for i in range(world)]] * world
+
+
+@pytest.mark.parametrize("replicas, message", [
+    ([0, 0], r"device 0 is twice among the replicas \[0, 0\]"),
+    ([0, 4], r"device 4 among the replicas \[0, 4\] does not exist \(world size 4\)"),
+    ([-1, 0], r"device -1 among the replicas \[-1, 0\] does not exist"),
+])
+def test_replicas_that_are_not_distinct_devices_are_refused(replicas, message):
+    with pytest.raises(ValueError, match=message):
+        ordo.rendezvous("bad", replicas=replicas)
+    # Nothing was left behind: device 0 meets alone.
+    assert ordo.rendezvous("bad", b"x", replicas=[0]) == [b"x"]
+
+
+def test_a_tag_that_is_not_a_str_is_refused():
+    with pytest.raises(TypeError, match="rendezvous: the tag must be a str, got int"):
+        ordo.rendezvous(3)

@@ -79,6 +79,7 @@ std::span<const std::byte* const> staged_of(const Participant& p) {
 
 InProcessCommunicator::InProcessCommunicator(int world_size)
     : world_size_(world_size),
+      exchange_(world_size, gone_, interrupted_),
       routes_(static_cast<size_t>(world_size)),
       progress_(static_cast<size_t>(world_size)) {}
 
@@ -181,11 +182,13 @@ void InProcessCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& at
 void InProcessCommunicator::mark_device_failed(int device, const std::string& reason) {
   gone_.mark(device, reason);
   wake_every_channel();
+  exchange_.wake();
 }
 
 void InProcessCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
   gone_.mark_absent(device, reason, epoch);
   wake_every_channel();
+  exchange_.wake();
 }
 
 void InProcessCommunicator::clear_device_absent(int device) { gone_.clear_absent(device); }
@@ -193,6 +196,7 @@ void InProcessCommunicator::clear_device_absent(int device) { gone_.clear_absent
 uint64_t InProcessCommunicator::interrupt(int device, const std::string& reason) {
   const uint64_t id = interrupted_.interrupt(device, reason);
   wake_every_channel();
+  exchange_.interrupt(device, reason);
   return id;
 }
 

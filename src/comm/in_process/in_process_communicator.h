@@ -17,6 +17,7 @@
 // (worker.h). It alone writes progress_[d], which waiters read
 // (progress.h). Order: channels_mu_ before Channel::mu (channel.h), before
 // GoneDevices and InterruptedDevices (comm/gone_devices.h, comm/interrupted_devices.h).
+// The exchange has a lock of its own (exchange.h), never held with channels_mu_.
 #pragma once
 
 #include <map>
@@ -27,6 +28,7 @@
 #include "comm/communicator.h"
 #include "comm/gone_devices.h"
 #include "comm/in_process/channel.h"
+#include "comm/in_process/exchange.h"
 #include "comm/in_process/progress.h"
 #include "comm/interrupted_devices.h"
 
@@ -46,6 +48,7 @@ class InProcessCommunicator : public Communicator {
   void clear_device_absent(int device) override;
   uint64_t interrupt(int device, const std::string& reason) override;
   void end_interrupt(int device, uint64_t id) override { interrupted_.end(device, id); }
+  std::vector<std::string> exchange(const ExchangeCall& call) override { return exchange_.exchange(call); }
 
  private:
   // A device's way into the channel of its group in one partition.
@@ -74,6 +77,7 @@ class InProcessCommunicator : public Communicator {
   const int world_size_;
   GoneDevices gone_;
   InterruptedDevices interrupted_;
+  InProcessExchange exchange_;  // host-side: meets apart from the channels
   std::mutex channels_mu_;
   std::map<std::vector<int>, std::unique_ptr<Channel>> channels_;
   std::map<ReplicaGroups, std::unique_ptr<Partition>> partitions_;  // by canonical groups

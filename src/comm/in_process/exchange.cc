@@ -1,0 +1,240 @@
+#include "comm/in_process/exchange.h"
+
+#include <algorithm>
+#include <deque>
+#include <numeric>
+#include <utility>
+
+#include "comm/deadlines.h"
+#include "core/interrupt.h"
+
+namespace ordo::comm {
+namespace {
+
+// "rendezvous 'step'"
+std::string describe_tag(std::string_view tag) { return str_cat("rendezvous '", tag, "'"); }
+
+}  // namespace
+
+InProcessExchange::InProcessExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted)
+    : world_size_(world_size),
+      gone_(gone),
+      interrupted_(interrupted),
+      rounds_(static_cast<size_t>(world_size)),
+      waiting_in_(static_cast<size_t>(world_size), nullptr) {}
+
+std::vector<int> InProcessExchange::participants_of(const ExchangeCall& call) const {
+  const std::string what = describe_tag(call.tag);
+  ORDO_ARG_CHECK(call.device >= 0 && call.device < world_size_, what, ": device ", call.device,
+                 " does not exist (world size ", world_size_, ")");
+  std::vector<int> participants(call.participants.begin(), call.participants.end());
+  if (participants.empty()) {
+    participants.resize(static_cast<size_t>(world_size_));
+    std::iota(participants.begin(), participants.end(), 0);
+  }
+  const std::string named = describe_group(participants);
+  bool among = false;
+  for (size_t i = 0; i < participants.size(); ++i) {
+    const int d = participants[i];
+    ORDO_ARG_CHECK(d >= 0 && d < world_size_, what, ": device ", d, " among the replicas ", named,
+                   " does not exist (world size ", world_size_, ")");
+    ORDO_ARG_CHECK(i == 0 || d != participants[i - 1], what, ": device ", d, " is twice among the replicas ",
+                   named);
+    ORDO_ARG_CHECK(i == 0 || d > participants[i - 1], what, ": the replicas ", named, " are not sorted");
+    among = among || d == call.device;
+  }
+  ORDO_ARG_CHECK(among, what, ": device ", call.device, " is not among the replicas ", named);
+  return participants;
+}
+
+std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
+  std::vector<int> participants = participants_of(call);
+  const int me = call.device;
+  const auto rank = static_cast<size_t>(std::find(participants.begin(), participants.end(), me) -
+                                        participants.begin());
+  std::unique_lock<std::mutex> lock(mu_);
+  if (const Meeting* other = waiting_in_[static_cast<size_t>(me)]) {
+    throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me, " already waits in ",
+                                 describe_tag(std::get<0>(*other->round)),
+                                 " (on another thread): a device takes part in one rendezvous at a time");
+  }
+  int64_t& next = rounds_[static_cast<size_t>(me)][{std::string(call.tag), participants}];
+  const size_t size = participants.size();
+  auto [it, added] = meetings_.try_emplace(Round{std::string(call.tag), std::move(participants), next++}, size);
+  Meeting& meeting = it->second;
+  if (added) meeting.round = &it->first;
+  meeting.payloads[rank].assign(call.payload);
+  meeting.arrived[rank] = true;
+  ++meeting.arrivals;
+  if (meeting.given_up && !meeting.failure) {
+    fail_locked(meeting, {ErrorCode::kCollectiveTimeout,
+                          str_cat(describe_tag(call.tag), " cannot complete: a participant gave up on it: ",
+                                  *meeting.given_up)});
+  }
+  cv_.notify_all();
+  waiting_in_[static_cast<size_t>(me)] = &meeting;
+  const std::optional<device::Failure> failure = wait_locked(lock, meeting, me, call);
+  waiting_in_[static_cast<size_t>(me)] = nullptr;
+  std::vector<std::string> payloads;
+  const bool last = ++meeting.taken == size;
+  if (!failure) payloads = last ? std::move(meeting.payloads) : meeting.payloads;
+  if (last) meetings_.erase(it);
+  lock.unlock();
+  if (failure) failure->raise();
+  return payloads;
+}
+
+std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<std::mutex>& lock,
+                                                              Meeting& meeting, int me, const ExchangeCall& call) {
+  Deadlines deadlines;
+  for (;;) {
+    if (meeting.failure) return meeting.failure;
+    if (meeting.arrivals == meeting.arrived.size()) return std::nullopt;
+    if (std::optional<device::Failure> failure = failure_seen_locked(meeting, me)) {
+      fail_locked(meeting, std::move(*failure));
+      cv_.notify_all();
+      return meeting.failure;
+    }
+    if (const std::vector<int> cycle = wait_cycle_locked(me); !cycle.empty()) {
+      // Every round of the cycle fails: once me left, the others' waits
+      // would form no cycle any more.
+      const device::Failure mismatch{ErrorCode::kCollectiveMismatch, mismatch_message_locked(cycle)};
+      for (int d : cycle) {
+        Meeting& theirs = *waiting_in_[static_cast<size_t>(d)];
+        if (!theirs.failure) fail_locked(theirs, mismatch);
+      }
+      cv_.notify_all();
+      return meeting.failure;
+    }
+    if (deadlines.warning_due()) {
+      const std::string message = slow_wait_warning(me, deadlines.warn_seconds(), describe_tag(call.tag),
+                                                    describe_group(missing_of(meeting)));
+      lock.unlock();
+      try {
+        call.warn ? call.warn(warning_line(message)) : report_warning(message);
+      } catch (...) {
+        // A warning that could not be given changes nothing of the wait.
+      }
+      lock.lock();
+      continue;  // things may have changed meanwhile
+    }
+    if (deadlines.timed_out()) {
+      // Each waiter times out on its own and says how long it waited; the
+      // round can no longer complete, so whoever arrives next fails it.
+      // Not timeout_failure's words: users of Python's rendezvous read
+      // "devices that never arrived" since its first version.
+      device::Failure timeout{ErrorCode::kCollectiveTimeout,
+                              str_cat("device ", me, " waited ", deadlines.timeout_seconds(), " s in ",
+                                      describe_tag(call.tag), "; devices that never arrived: ",
+                                      describe_group(missing_of(meeting)))};
+      if (!meeting.given_up) meeting.given_up = timeout.message;
+      drop_payloads(meeting);
+      return timeout;
+    }
+    if (!has_interrupt_check()) {
+      cv_.wait_until(lock, deadlines.next());
+      continue;
+    }
+    // The thread's check runs with no lock held: it may take other locks.
+    cv_.wait_until(lock, interrupt_poll_deadline(deadlines.next()));
+    lock.unlock();
+    poll_interrupt();
+    lock.lock();
+  }
+}
+
+std::optional<device::Failure> InProcessExchange::failure_seen_locked(const Meeting& meeting, int me) const {
+  const std::string& tag = std::get<0>(*meeting.round);
+  if (interrupted()) {
+    const std::string& cause = interrupt_cause();
+    return device::Failure{ErrorCode::kCollective,
+                           str_cat(describe_tag(tag), " cannot complete: device ", me, " was interrupted",
+                                   cause.empty() ? "" : " by ", cause, " while it waited")};
+  }
+  if (interrupted_.any()) {
+    if (std::optional<std::string> reason = interrupted_.reason(me)) {
+      return device::Failure{ErrorCode::kCollective, str_cat(describe_tag(tag), " cannot complete: device ", me,
+                                                             " was interrupted: ", *reason)};
+    }
+  }
+  if (gone_.any()) {
+    for (int d : missing_of(meeting)) {
+      if (std::optional<std::string> reason = gone_.reason(d)) {
+        return device::Failure{ErrorCode::kCollective,
+                               str_cat(describe_tag(tag), ": device ", d, " is gone (", *reason, ")")};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<int> InProcessExchange::wait_cycle_locked(int me) const {
+  // Breadth first over the devices that wait, each for the participants
+  // missing from its meeting; came_from leads back to me.
+  std::vector<int> came_from(static_cast<size_t>(world_size_), -1);
+  std::deque<int> frontier{me};
+  while (!frontier.empty()) {
+    const int waiter = frontier.front();
+    frontier.pop_front();
+    for (int d : missing_of(*waiting_in_[static_cast<size_t>(waiter)])) {
+      if (d == me) {
+        std::vector<int> cycle{waiter};
+        while (cycle.back() != me) cycle.push_back(came_from[static_cast<size_t>(cycle.back())]);
+        return {cycle.rbegin(), cycle.rend()};
+      }
+      if (waiting_in_[static_cast<size_t>(d)] == nullptr || came_from[static_cast<size_t>(d)] != -1) continue;
+      came_from[static_cast<size_t>(d)] = waiter;
+      frontier.push_back(d);
+    }
+  }
+  return {};
+}
+
+std::string InProcessExchange::mismatch_message_locked(const std::vector<int>& cycle) const {
+  std::string message = str_cat("rendezvous mismatch: device ", cycle[0]);
+  for (size_t i = 0; i < cycle.size(); ++i) {
+    const auto& [tag, participants, number] = *waiting_in_[static_cast<size_t>(cycle[i])]->round;
+    message += str_cat(i == 0 ? " waits in " : ", which waits in ", describe_tag(tag), " (round ", number,
+                       " of devices ", describe_group(participants), ") for device ",
+                       cycle[(i + 1) % cycle.size()]);
+  }
+  return message + ": they can never meet";
+}
+
+std::vector<int> InProcessExchange::missing_of(const Meeting& meeting) {
+  const std::vector<int>& participants = std::get<1>(*meeting.round);
+  std::vector<int> missing;
+  for (size_t rank = 0; rank < participants.size(); ++rank) {
+    if (!meeting.arrived[rank]) missing.push_back(participants[rank]);
+  }
+  return missing;
+}
+
+void InProcessExchange::fail_locked(Meeting& meeting, device::Failure failure) {
+  meeting.failure = std::move(failure);
+  drop_payloads(meeting);
+}
+
+void InProcessExchange::drop_payloads(Meeting& meeting) {
+  // Nobody reads the payloads of a round that cannot complete.
+  for (std::string& payload : meeting.payloads) std::string().swap(payload);
+}
+
+void InProcessExchange::wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
+void InProcessExchange::interrupt(int device, const std::string& reason) {
+  if (device < 0 || device >= world_size_) return;  // a device that cannot wait here
+  std::lock_guard<std::mutex> lock(mu_);
+  Meeting* meeting = waiting_in_[static_cast<size_t>(device)];
+  if (meeting != nullptr && !meeting->failure) {
+    fail_locked(*meeting, {ErrorCode::kCollective, str_cat(describe_tag(std::get<0>(*meeting->round)),
+                                                           " cannot complete: device ", device,
+                                                           " was interrupted: ", reason)});
+  }
+  cv_.notify_all();
+}
+
+}  // namespace ordo::comm
