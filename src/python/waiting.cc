@@ -42,7 +42,12 @@ void print_on_python_stdout(const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     return;
   }
-  py::gil_scoped_acquire gil;
+  // Not gil_scoped_acquire: as the interpreter finalizes, CPython would end
+  // a thread that is not its own (a spawned device's) inside the acquire.
+  struct Gil {
+    const PyGILState_STATE state = take_gil_in_foreign_thread();
+    ~Gil() { PyGILState_Release(state); }
+  } gil;
   try {
     py::print(line, py::arg("flush") = true);
   } catch (py::error_already_set& error) {

@@ -1,5 +1,7 @@
 #include "comm/in_process/exchange.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <deque>
 #include <numeric>
@@ -78,10 +80,34 @@ std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
   std::vector<std::string> payloads;
   const bool last = ++meeting.taken == size;
   if (!failure) payloads = last ? std::move(meeting.payloads) : meeting.payloads;
-  if (last) meetings_.erase(it);
+  if (last) {
+    forget_rounds_if_level_locked(it->first);
+    meetings_.erase(it);
+  }
   lock.unlock();
   if (failure) failure->raise();
   return payloads;
+}
+
+size_t InProcessExchange::round_counts_held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t held = 0;
+  for (const auto& counts : rounds_) held += counts.size();
+  return held;
+}
+
+void InProcessExchange::forget_rounds_if_level_locked(const Round& done) {
+  // Round counts exist to tell a tag's rounds apart. Once every participant
+  // took this round and none started the next, they all start again at 0,
+  // so that tags used once (f"epoch_{n}") do not pile up.
+  const auto& [tag, participants, number] = done;
+  const std::pair<std::string, std::vector<int>> key{tag, participants};
+  for (int d : participants) {
+    const auto& counts = rounds_[static_cast<size_t>(d)];
+    const auto count = counts.find(key);
+    if (count == counts.end() || count->second != number + 1) return;
+  }
+  for (int d : participants) rounds_[static_cast<size_t>(d)].erase(key);
 }
 
 std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<std::mutex>& lock,
@@ -112,6 +138,8 @@ std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<s
       lock.unlock();
       try {
         call.warn ? call.warn(warning_line(message)) : report_warning(message);
+      } catch (abi::__forced_unwind&) {  // the thread is ending (pthread_exit): let it
+        throw;
       } catch (...) {
         // A warning that could not be given changes nothing of the wait.
       }

@@ -49,6 +49,10 @@ class InProcessExchange {
   // The round device waits in, if any, fails now for every participant
   // (its later rounds fail while InterruptedDevices holds the interrupt).
   void interrupt(int device, const std::string& reason);
+  // How many (device, tag, participants) round counts are held: only those
+  // of tags whose participants are not level (tests check that tags used
+  // once do not pile up).
+  size_t round_counts_held() const;
 
  private:
   using Round = std::tuple<std::string, std::vector<int>, int64_t>;  // tag, participants, number
@@ -79,11 +83,14 @@ class InProcessExchange {
   static std::vector<int> missing_of(const Meeting& meeting);
   static void fail_locked(Meeting& meeting, device::Failure failure);
   static void drop_payloads(Meeting& meeting);
+  // After the last participant took `done`: forgets its tag's round counts
+  // if every participant is level at the next round.
+  void forget_rounds_if_level_locked(const Round& done);
 
   const int world_size_;
   const GoneDevices& gone_;
   const InterruptedDevices& interrupted_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<Round, Meeting> meetings_;
   // By device: the number of its next round of each tag and participant set.
