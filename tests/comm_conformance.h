@@ -128,8 +128,10 @@ T reduce_reference(ReduceType reduce, T a, T b) {
     case ReduceType::kMin:
     case ReduceType::kMax:
       if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(a)) return a;
+        // A NaN wins; of two NaNs, the later rank's (DESIGN: collectives'
+        // max and min, NanOfTwo::kSecond).
         if (std::isnan(b)) return b;
+        if (std::isnan(a)) return a;
       }
       return reduce == ReduceType::kMin ? (b < a ? b : a) : (b > a ? b : a);
     case ReduceType::kAnd:

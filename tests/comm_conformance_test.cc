@@ -8,7 +8,9 @@
 // in-process backend is the reference implementation.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
+#include <cstdint>
 #include <numeric>
 
 #include "comm_conformance.h"
@@ -89,10 +91,14 @@ std::shared_ptr<device::Buffer> filled_typed(DType dtype, int device, size_t ten
   T* data = buffer->mutable_data<T>();
   for (int64_t i = 0; i < count; ++i) data[i] = input_value<T>(device, tensor, i);
   if constexpr (std::is_floating_point_v<T>) {
-    // One NaN pattern, on at most one device per element: the result is
-    // defined bitwise whichever operand the NaN comes from.
+    // A NaN on one device per element (i = device mod 53), and on every
+    // device at i = 52 mod 53, each with its device's payload: which NaN
+    // of several wins is part of the result, bitwise.
     if (with_nan) {
       for (int64_t i = device; i < count; i += 53) data[i] = std::numeric_limits<T>::quiet_NaN();
+      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      const Bits payload = std::bit_cast<Bits>(std::numeric_limits<T>::quiet_NaN()) | static_cast<Bits>(device + 1);
+      for (int64_t i = 52; i < count; i += 53) data[i] = std::bit_cast<T>(payload);
     }
   }
   return buffer;

@@ -179,6 +179,17 @@ TEST(CommDeadlinesTest, ATimeoutNoLaterThanTheWarningGivesNoWarning) {
   EXPECT_EQ(deadlines.next(), long_ago + std::chrono::seconds(5));
 }
 
+TEST(CommDeadlinesTest, AHugeTimeoutMeansNeverAndSaysItsValue) {
+  // 1e300 s does not fit the clock: it must neither overflow (undefined)
+  // nor wrap into the past (an instant timeout).
+  const Clock::time_point now = Clock::now();
+  Deadlines deadlines(CollectiveTimeouts{1e299, 1e300}, now);
+  EXPECT_FALSE(deadlines.warning_due());
+  EXPECT_FALSE(deadlines.timed_out());
+  EXPECT_GT(deadlines.next(), now + std::chrono::hours(24 * 365));
+  EXPECT_EQ(deadlines.timeout_seconds(), 1e300);
+}
+
 TEST(CommDeadlinesTest, TheWarningIsPrintedInOnePlaceAndTheTimeoutIsAnError) {
   const std::string warning = slow_wait_warning(1, 0.05, "all_reduce #3 on group [0, 1]", "0 (is elsewhere)");
   EXPECT_EQ(warning, "device 1 has waited 0.05 s in all_reduce #3 on group [0, 1]; missing devices: 0 (is elsewhere)");

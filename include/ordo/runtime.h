@@ -32,7 +32,7 @@ int num_devices();
 // Every device of the job (of every process); collectives, replica groups
 // and messages name devices by their global ordinal in it.
 int world_size();
-// The global ordinal of this process's device (< 0: the calling thread's
+// The global ordinal of this process's device (-1: the calling thread's
 // current device), as torch_xla's get_ordinal().
 int get_ordinal(int device = -1);
 // The device's position among the devices of its host, as torch_xla's

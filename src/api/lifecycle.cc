@@ -1,5 +1,5 @@
 // ordo/runtime.h: starting and stopping the layers, and the devices of
-// this process. Graph cuts are in steps.cc, spawn in runtime/spawn.cc.
+// this process. Graph cuts are in steps.cc, spawn in spawn.cc.
 #include "lazy/graph_table.h"
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"

@@ -34,7 +34,7 @@ std::shared_ptr<const device::Buffer> wait_for_value(const lazy::TensorImpl& ten
   // An interruptible waiter (core/interrupt.h) wakes now and then to look
   // at its check; the worker thread runs what it left.
   while (has_interrupt_check() && !data->is_done()) {
-    if (poll_interrupt()) throw_interrupted(str_cat("reading a value of device ", tensor.device));
+    if (poll_interrupt()) throw_interrupted(str_cat("reading a value of device ", graphs.runtime().global_ordinal(tensor.device)));
     data->wait_until(interrupt_poll_deadline(std::chrono::steady_clock::time_point::max()));
   }
   return data->wait();

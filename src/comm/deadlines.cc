@@ -1,12 +1,17 @@
 #include "comm/deadlines.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ordo::comm {
 namespace {
 
 Deadlines::Clock::duration after(double seconds) {
-  return std::chrono::duration_cast<Deadlines::Clock::duration>(std::chrono::duration<double>(seconds));
+  // Timeouts are finite but may be huge (1e300 s: "never"); ten years is
+  // never too, and start + it stays far from the clock's overflow.
+  constexpr double kLongest = 10 * 365.25 * 24 * 3600;
+  return std::chrono::duration_cast<Deadlines::Clock::duration>(
+      std::chrono::duration<double>(std::min(seconds, kLongest)));
 }
 
 }  // namespace

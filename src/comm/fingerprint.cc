@@ -65,4 +65,12 @@ std::string mismatch_message(int64_t sequence, const std::vector<int>& group, in
                  " runs ", describe(call), " but device ", other_device, " runs ", describe(other_call));
 }
 
+std::string partition_mismatch_message(int64_t number, int device, const std::string& mine, int other_device,
+                                       const std::string& theirs, const std::string& my_groups,
+                                       const std::string& their_groups) {
+  return str_cat("collective mismatch at collective #", number, " of devices ", device, " and ", other_device,
+                 ": device ", device, " runs ", mine, ", but device ", other_device, " runs ", theirs,
+                 ": replica groups ", my_groups, " against ", their_groups);
+}
+
 }  // namespace ordo::comm

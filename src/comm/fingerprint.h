@@ -49,4 +49,12 @@ class Fingerprint {
 std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
                              int other_device, const CollectiveCall& other_call);
 
+// What device raises when other_device, which it waits for in its
+// collective #number, is in a collective of other replica groups: "collective
+// mismatch at collective #4 of devices 0 and 1: device 0 runs <mine>, but
+// device 1 runs <theirs>: replica groups <my groups> against <their groups>".
+std::string partition_mismatch_message(int64_t number, int device, const std::string& mine, int other_device,
+                                       const std::string& theirs, const std::string& my_groups,
+                                       const std::string& their_groups);
+
 }  // namespace ordo::comm

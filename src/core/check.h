@@ -46,3 +46,4 @@ template <typename A, typename B, typename... Parts>
 #define ORDO_CHECK_LT(a, b, ...) ORDO_CHECK_OP_(a, <, b __VA_OPT__(, ) __VA_ARGS__)
 #define ORDO_CHECK_LE(a, b, ...) ORDO_CHECK_OP_(a, <=, b __VA_OPT__(, ) __VA_ARGS__)
 #define ORDO_CHECK_GE(a, b, ...) ORDO_CHECK_OP_(a, >=, b __VA_OPT__(, ) __VA_ARGS__)
+#define ORDO_CHECK_GT(a, b, ...) ORDO_CHECK_OP_(a, >, b __VA_OPT__(, ) __VA_ARGS__)

@@ -69,7 +69,7 @@ std::vector<int> CollectiveAttrs::group_of(int device, int world_size) const {
   for (const auto& group : groups) {
     if (std::find(group.begin(), group.end(), device) != group.end()) return group;
   }
-  if (!groups.empty()) throw_error<InternalError>("device ", device, " is in no replica group");
+  ORDO_CHECK(groups.empty(), ": device ", device, " is in no replica group");
   std::vector<int> all(static_cast<size_t>(world_size));
   for (int i = 0; i < world_size; ++i) all[i] = i;
   return all;

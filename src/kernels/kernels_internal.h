@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/arithmetic.h"
+#include "core/check.h"
 #include "kernels/kernel.h"
 #include "ordo/error.h"
 
@@ -43,7 +44,7 @@ using TypeTag = std::type_identity<T>;
 template <typename... Ts, typename F>
 void visit_dtype(TypeList<Ts...>, DType dtype, F&& f) {
   bool matched = ((dtype == dtype_of<Ts>() ? (f(TypeTag<Ts>{}), true) : false) || ...);
-  if (!matched) throw_error<InternalError>("kernel got unexpected dtype ", dtype_name(dtype));
+  ORDO_CHECK(matched, ": kernel got unexpected dtype ", dtype_name(dtype));
 }
 
 // Allocates output i with the type the builder recorded and hands it to the

@@ -24,7 +24,7 @@ void forget_table_in_forked_child() {
 
 }  // namespace
 
-GraphTable::GraphTable(runtime::Runtime& runtime) : runtime_(runtime), generation_(runtime.generation()) {
+GraphTable::GraphTable(runtime::Runtime& runtime) : runtime_(runtime) {
   graphs_.reserve(static_cast<size_t>(runtime.num_devices()));
   for (int index = 0; index < runtime.num_devices(); ++index) {
     graphs_.push_back(std::make_unique<DeviceGraph>(index));

@@ -32,12 +32,11 @@ class GraphTable {
 
   runtime::Runtime& runtime() const { return runtime_; }
   // The runtime's generation, which every tensor traced here carries.
-  uint64_t generation() const { return generation_; }
+  uint64_t generation() const { return runtime_.generation(); }
   DeviceGraph& graph(int index) { return *graphs_[index]; }
 
  private:
   runtime::Runtime& runtime_;
-  const uint64_t generation_;
   std::vector<std::unique_ptr<DeviceGraph>> graphs_;
 };
 

@@ -91,7 +91,14 @@ bool InterruptibleWait::check(void* context) noexcept {
   if (self.device_ == kEveryDevice) {
     reason += str_cat("every device (", self.doing_, ")");
   } else {
-    reason += str_cat("device ", self.device_, " (", self.doing_, ")");
+    // Messages name devices by global ordinal; without a runtime (shut
+    // down meanwhile) there is none, and the index is all there is.
+    int ordinal = self.device_;
+    try {
+      if (is_initialized()) ordinal = get_ordinal(self.device_);
+    } catch (const Error&) {  // a runtime with other devices started meanwhile
+    }
+    reason += str_cat("device ", ordinal, " (", self.doing_, ")");
   }
   self.interrupt_devices(reason);
   return true;

@@ -79,10 +79,10 @@ void Runtime::tell_after_queue(int index, std::function<void(comm::Communicator&
     devices_[index]->worker().submit([&communicator = *communicator_, news = std::move(news)]() noexcept {
       try {
         news(communicator);
-      } catch (const std::exception&) {
+      } catch (...) {
       }
     });
-  } catch (const std::exception&) {
+  } catch (...) {
   }
 }
 

@@ -6,6 +6,7 @@
 #endif
 #include <optional>
 
+#include "core/check.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -48,10 +49,7 @@ void StagingArea::prefetch_for_write(size_t bytes) const {
 
 Channel::Channel(std::vector<int> group)
     : group_(std::move(group)), members_(group_.size()), slots_(new Slot[kSlots]) {
-  if (group_.size() > SlotState::kMaxMembers) {
-    throw_error<InternalError>("a replica group of ", group_.size(), " devices is more than ",
-                               SlotState::kMaxMembers);
-  }
+  ORDO_CHECK_LE(group_.size(), SlotState::kMaxMembers, ": a replica group's devices");
   for (Member& m : members_) {
     m.calls.resize(group_.size());
     m.staged.resize(group_.size());

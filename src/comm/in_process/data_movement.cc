@@ -11,6 +11,7 @@
 #endif
 
 #include "comm/reduction.h"
+#include "core/check.h"
 #include "core/dtype_dispatch.h"
 
 namespace ordo::comm {
@@ -366,7 +367,7 @@ void move_data(ir::OpKind op, Calls calls, size_t rank) {
     case ir::OpKind::kCollectiveBroadcast:
       return collective_broadcast(calls, rank);
     default:
-      throw_error<InternalError>("move_data: ", ir::op_name(op), " is not a collective");
+      ORDO_CHECK(false, ": move_data: ", ir::op_name(op), " is not a collective");
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "comm/in_process/data_movement.h"
 #include "comm/in_process/waiting.h"
+#include "core/check.h"
 
 namespace ordo::comm {
 namespace {
@@ -106,7 +107,7 @@ InProcessCommunicator::Route InProcessCommunicator::open_route(const ReplicaGrou
     if (!channel) channel = std::make_unique<Channel>(group);
     return {channel.get(), static_cast<size_t>(member - group.begin()), partition};
   }
-  throw_error<InternalError>("device ", device, " is in no replica group");
+  ORDO_CHECK(false, ": device ", device, " is in no replica group");
 }
 
 InProcessCommunicator::Route InProcessCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "comm/describe.h"
+#include "comm/fingerprint.h"
 
 namespace ordo::comm {
 namespace {
@@ -74,10 +75,8 @@ std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, 
   }
   return device::Failure{
       ErrorCode::kCollectiveMismatch,
-      str_cat("collective mismatch at collective #", p.number, " of devices ", p.call.device, " and ", device,
-              ": device ", p.call.device, " runs ", describe_at(p.call, p.sequence, p.channel.group()),
-              ", but device ", device, " runs ", theirs, ": replica groups ",
-              p.partition.text, " against ", partition->text)};
+      partition_mismatch_message(p.number, p.call.device, describe_at(p.call, p.sequence, p.channel.group()), device,
+                                 theirs, p.partition.text, partition->text)};
 }
 
 std::optional<device::Failure> gone_member_failure(const Participant& p, int device, const Snapshot& seen) {

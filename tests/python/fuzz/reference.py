@@ -116,7 +116,7 @@ def integer_pow(base, exponent):
 
 def extreme(a, b, better):
     """maximum (better = np.greater) or minimum: a NaN operand wins, ties
-    keep a (kernels_internal.h: Extreme)."""
+    keep a (core/arithmetic.h: Extreme)."""
     return np.where(isnan(a), a, np.where(isnan(b), b, np.where(better(b, a), b, a)))
 
 
