@@ -29,6 +29,15 @@ void check_num_devices(int n, const char* source) {
                  kMaxDevices, "], got ", n);
 }
 
+// Caller holds g_lifecycle_mu.
+void start_locked(int n) {
+  register_fork_handlers();
+  g_runtime = std::make_unique<Runtime>(comm::Topology::single_process(n), ++g_generation);
+  g_current.store(g_runtime.get(), std::memory_order_release);
+}
+
+}  // namespace
+
 int num_devices_from_env() {
   const char* text = std::getenv("ORDO_NUM_DEVICES");
   if (text == nullptr || *text == '\0') return kDefaultNumDevices;
@@ -40,15 +49,6 @@ int num_devices_from_env() {
   check_num_devices(n, "ORDO_NUM_DEVICES");
   return n;
 }
-
-// Caller holds g_lifecycle_mu.
-void start_locked(int n) {
-  register_fork_handlers();
-  g_runtime = std::make_unique<Runtime>(comm::Topology::single_process(n), ++g_generation);
-  g_current.store(g_runtime.get(), std::memory_order_release);
-}
-
-}  // namespace
 
 Runtime::Runtime(comm::Topology topology, uint64_t generation)
     : topology_(std::move(topology)), generation_(generation), communicator_(comm::make_communicator(topology_)) {

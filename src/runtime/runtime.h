@@ -53,6 +53,9 @@ class Runtime {
 
 // The running runtime, started from ORDO_NUM_DEVICES if needed.
 Runtime& get();
+// The devices this process drives by default: ORDO_NUM_DEVICES, 4 when
+// unset; InvalidArgument for a value that is no count of devices.
+int num_devices_from_env();
 // Starts a runtime of num_devices devices unless one runs; one that runs
 // with another count is an InvalidArgument (ordo::init's rules).
 void start(int num_devices);

@@ -1,0 +1,50 @@
+# The tests that start processes: each runs under scripts/mpirun.sh (the
+# one place of ordo's launch options) with a bound on its time, mpirun's
+# own (--timeout, which ends every process of the job) inside ctest's.
+set(ORDO_MPIRUN ${CMAKE_CURRENT_SOURCE_DIR}/scripts/mpirun.sh)
+set(ORDO_MPI_TIMEOUT 60)
+
+if(NOT MPI_C_FOUND)
+  add_test(NAME mpi_world_skipped COMMAND sh -c
+    "echo 'skipped: this build has no MPI backend (apt-get install libopenmpi-dev openmpi-bin, then reconfigure)'; exit 77")
+  set_tests_properties(mpi_world_skipped PROPERTIES SKIP_RETURN_CODE 77)
+  return()
+endif()
+
+add_executable(mpi_world_test tests/mpi/mpi_world_test.cc)
+target_include_directories(mpi_world_test PRIVATE src tests)
+target_compile_options(mpi_world_test PRIVATE -Wall -Wextra)
+target_link_libraries(mpi_world_test PRIVATE ordo GTest::gtest)
+
+# ordo_add_mpi_test(NAME <name> ARGS <mpirun arguments and program...>
+#                   [PASS_REGULAR_EXPRESSION <regex>])
+function(ordo_add_mpi_test)
+  cmake_parse_arguments(T "" "NAME;PASS_REGULAR_EXPRESSION" "ARGS" ${ARGN})
+  add_test(NAME ${T_NAME} COMMAND ${ORDO_MPIRUN} --timeout ${ORDO_MPI_TIMEOUT} ${T_ARGS})
+  math(EXPR ctest_timeout "${ORDO_MPI_TIMEOUT} + 30")
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${ctest_timeout} LABELS mpi)
+  if(T_PASS_REGULAR_EXPRESSION)
+    set_tests_properties(${T_NAME} PROPERTIES PASS_REGULAR_EXPRESSION "${T_PASS_REGULAR_EXPRESSION}")
+  endif()
+endfunction()
+
+set(world_test $<TARGET_FILE:mpi_world_test>)
+foreach(processes 1 2 3 4)
+  foreach(devices 1 2)
+    ordo_add_mpi_test(NAME mpi_world_${processes}x${devices}
+      ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${world_test} --gtest_filter=MpiWorld.*)
+  endforeach()
+endforeach()
+
+# Three processes with 1, 2 and 2 devices (mpirun's MPMD form): each one
+# gets the error, and the job ends.
+ordo_add_mpi_test(NAME mpi_world_disagreeing_devices
+  ARGS -np 1 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_DEVICES_BY_PROCESS=1,2,2
+             ${world_test} --gtest_filter=MpiWorldDisagreeing.* :
+       -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_DEVICES_BY_PROCESS=1,2,2
+             ${world_test} --gtest_filter=MpiWorldDisagreeing.*)
+
+# mpirun says so when a process exits without MPI_Finalize; ordo says why.
+ordo_add_mpi_test(NAME mpi_world_no_finalize_after_peer_failure
+  ARGS -np 2 -x ORDO_TEST_PEER_FAILURE=1 -x ORDO_NUM_DEVICES=1 ${world_test} --gtest_filter=MpiWorldPeerFailure.*
+  PASS_REGULAR_EXPRESSION "exits without MPI_Finalize \\(it would wait for a failed peer\\): test: every peer is taken for failed[^\n]*\n(.|\n)*exiting improperly")

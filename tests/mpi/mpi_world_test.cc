@@ -1,0 +1,148 @@
+// The MPI process layer under mpirun (tests/mpi/mpi_tests.cmake starts it
+// through scripts/mpirun.sh at several processes x devices): what every
+// process sees of the job, checked against what mpirun told it in its
+// environment and the plain rule global ordinal = rank x L + index.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/mpi/mpi_world.h"
+#include "ordo/error.h"
+#include "runtime/runtime.h"
+
+namespace ordo::comm {
+namespace {
+
+int env_int(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) ADD_FAILURE() << name << " is not set: not started by mpirun";
+  return text == nullptr ? -1 : std::atoi(text);
+}
+
+std::string this_host_name() {
+  char name[64] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// Every process of these runs is on this host.
+TEST(MpiWorld, EveryProcessSeesTheJobAsMpirunStartedIt) {
+  const int devices = runtime::num_devices_from_env();
+  const MpiWorld& world = MpiWorld::join(devices);
+  const int processes = env_int("OMPI_COMM_WORLD_SIZE");
+  const int rank = env_int("OMPI_COMM_WORLD_RANK");
+  const int local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
+  const Topology& t = world.topology();
+
+  EXPECT_EQ(world.size(), processes);
+  EXPECT_EQ(world.rank(), rank);
+  EXPECT_EQ(t.world_size(), processes * devices);
+  EXPECT_EQ(t.local_devices(), devices);
+  EXPECT_EQ(t.host_count(), 1);
+  EXPECT_EQ(t.host(), 0);
+  EXPECT_EQ(t.host_devices(), processes * devices);
+  for (int index = 0; index < devices; ++index) {
+    const int ordinal = rank * devices + index;
+    EXPECT_EQ(t.global_ordinal(index), ordinal);
+    EXPECT_EQ(t.index_of(ordinal), index);
+    EXPECT_EQ(t.host_ordinal(ordinal), local_rank * devices + index);
+  }
+  for (int ordinal = 0; ordinal < t.world_size(); ++ordinal) {
+    const DevicePlace& place = t.place(ordinal);
+    EXPECT_EQ(place.ordinal, ordinal);
+    EXPECT_EQ(place.process, ordinal / devices);
+    EXPECT_EQ(place.index, ordinal % devices);
+    EXPECT_EQ(place.host, 0);
+    EXPECT_EQ(t.host_ordinal(ordinal), ordinal);
+    EXPECT_EQ(t.is_local(ordinal), ordinal / devices == rank) << ordinal;
+  }
+  std::ostringstream expected;
+  if (processes == 1) {
+    expected << devices << " devices in one process";
+  } else {
+    expected << processes * devices << " devices: " << processes << " processes x " << devices
+             << " devices on 1 host";
+  }
+  EXPECT_EQ(t.describe(), expected.str());
+  for (int p = 0; p < processes; ++p) EXPECT_EQ(world.host_name(p), this_host_name()) << p;
+  EXPECT_EQ(world.pid(rank), getpid());
+  EXPECT_EQ(world.describe_process(rank),
+            "process " + std::to_string(rank) + " (host " + this_host_name() + ", pid " + std::to_string(getpid()) +
+                ")");
+
+  int comm_size = 0;
+  ASSERT_EQ(MPI_Comm_size(world.comm(), &comm_size), MPI_SUCCESS);
+  EXPECT_EQ(comm_size, processes);
+  EXPECT_NE(world.comm(), MPI_COMM_WORLD);  // ordo's messages stay apart
+}
+
+TEST(MpiWorld, JoinsOnceAndKeepsItsDeviceCount) {
+  const int devices = runtime::num_devices_from_env();
+  const MpiWorld& world = MpiWorld::join(devices);
+  EXPECT_EQ(&MpiWorld::join(devices), &world);
+  try {
+    MpiWorld::join(devices + 1);
+    ADD_FAILURE() << "joined again with another device count";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot drive " + std::to_string(devices + 1)), std::string::npos)
+        << e.what();
+  }
+}
+
+// Started with ORDO_NUM_DEVICES differing by process, and
+// ORDO_TEST_DEVICES_BY_PROCESS ("1,2,2") saying which each has.
+TEST(MpiWorldDisagreeing, EveryProcessGetsAnErrorNamingEachCount) {
+  const char* counts_text = std::getenv("ORDO_TEST_DEVICES_BY_PROCESS");
+  if (counts_text == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake with devices differing by process";
+  std::vector<int> counts;
+  std::istringstream in(counts_text);
+  for (std::string c; std::getline(in, c, ',');) counts.push_back(std::stoi(c));
+  ASSERT_EQ(static_cast<int>(counts.size()), env_int("OMPI_COMM_WORLD_SIZE"));
+  try {
+    MpiWorld::join(runtime::num_devices_from_env());
+    ADD_FAILURE() << "the processes disagree on their devices, and yet the world was made";
+  } catch (const InvalidArgument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("disagree on how many devices each drives (ORDO_NUM_DEVICES)"), std::string::npos)
+        << message;
+    for (size_t p = 0; p < counts.size(); ++p) {
+      const std::string process = "process " + std::to_string(p) + " (host " + this_host_name() + ", pid ";
+      const size_t at = message.find(process);
+      ASSERT_NE(at, std::string::npos) << process << " in " << message;
+      const size_t count_at = message.find("): ", at);
+      ASSERT_NE(count_at, std::string::npos) << message;
+      EXPECT_EQ(std::atoi(message.c_str() + count_at + 3), counts[p]) << process << " in " << message;
+    }
+  }
+}
+
+// A peer failed (the backend's liveness would say so): this process must
+// not finalize, whose fence would wait for the dead peer. mpi_tests.cmake
+// checks that mpirun saw the processes exit without finalizing.
+TEST(MpiWorldPeerFailure, ExitsWithoutFinalizing) {
+  if (std::getenv("ORDO_TEST_PEER_FAILURE") == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  MpiWorld::join(runtime::num_devices_from_env());
+  MpiWorld::record_peer_failure("test: every peer is taken for failed");
+  MpiWorld::record_peer_failure("test: a later reason is not the one reported");
+}
+
+}  // namespace
+}  // namespace ordo::comm
+
+// A run whose filter matched nothing, or whose tests all skipped, is a
+// failure: mpi_tests.cmake picks the tests of each run by filter.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int failed = RUN_ALL_TESTS();
+  if (failed == 0 && ::testing::UnitTest::GetInstance()->successful_test_count() == 0) {
+    std::fprintf(stderr, "mpi_world_test: no test ran to success (filter or environment wrong)\n");
+    return 1;
+  }
+  return failed;
+}
