@@ -33,7 +33,7 @@ def core_figures(output):
         if line and not line.startswith(" "):
             section = short_section(line)
             continue
-        match = re.match(r"\s+(cache hit|cache miss|one kernel per op|fused[^:]*):\s+([\d.]+) (us|ms)", line)
+        match = re.match(r"\s+(cache hit|cache miss|one kernel per op|fused)[^:]*:\s+([\d.]+) (us|ms)", line)
         if match:
             name = f"{section} / {match.group(1)} ({match.group(3)})"
             figures[name] = (float(match.group(2)), False)
