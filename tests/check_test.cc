@@ -34,6 +34,17 @@ TEST(CheckTest, AConditionNamesItselfAndTheExtraParts) {
   EXPECT_NE(message.find("check failed: index < 64: op 70"), std::string::npos) << message;
 }
 
+TEST(CheckTest, GreaterThanAndUnreachableNameWhereTheyFailed) {
+  const std::string greater = message_of([] {
+    const int devices = 1;
+    ORDO_CHECK_GT(devices, 1, " devices");
+  });
+  EXPECT_NE(greater.find("check failed: devices > 1 (1 vs 1) devices"), std::string::npos) << greater;
+  const std::string unreachable = message_of([] { ORDO_UNREACHABLE(": op ", 7, " is not a collective"); });
+  EXPECT_NE(unreachable.find("check_test.cc:"), std::string::npos) << unreachable;
+  EXPECT_NE(unreachable.find(": unreachable: op 7 is not a collective"), std::string::npos) << unreachable;
+}
+
 TEST(CheckTest, PassingChecksEvaluateEachOperandOnce) {
   int evaluations = 0;
   auto counted = [&evaluations](int v) {

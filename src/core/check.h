@@ -30,6 +30,11 @@ template <typename A, typename B, typename... Parts>
     }                                                                                                     \
   } while (0)
 
+// A place the code cannot reach: as ORDO_CHECK(false, ...), but the
+// compiler knows that it does not return.
+#define ORDO_UNREACHABLE(...) \
+  ::ordo::throw_error<::ordo::InternalError>(__FILE__, ":", __LINE__, ": unreachable" __VA_OPT__(, ) __VA_ARGS__)
+
 // Evaluates each operand once.
 #define ORDO_CHECK_OP_(a, op, b, ...)                                                                  \
   do {                                                                                                 \

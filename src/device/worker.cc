@@ -34,12 +34,14 @@ void Worker::drain() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     while (may_take_task() && !interrupted()) run_front(lock);
-    if (queue_.empty() && !running_task_) return;
+    // Interrupted raises even if the queue is empty now: the task this
+    // thread ran itself may have ended because of the interrupt.
     if (interrupted()) {
       hand_back_to_worker_thread();
       lock.unlock();
       throw_interrupted("wait_device_ops");
     }
+    if (queue_.empty() && !running_task_) return;
     // Another thread runs a task; it reports when the queue is empty. An
     // interruptible waiter looks at its check now and then, without mu_.
     if (!has_interrupt_check()) {

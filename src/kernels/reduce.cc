@@ -114,7 +114,7 @@ void run<OpKind::kSum>(const KernelArgs& args) {
   visit_dtype(AllTypes{}, args.inputs[0]->dtype, [&]<typename In>(TypeTag<In>) {
     visit_dtype(NumericTypes{}, args.output_types[0].dtype, [&]<typename Out>(TypeTag<Out>) {
       if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>) {
-        ORDO_CHECK(false, ": sum of floats into an integer output");
+        ORDO_UNREACHABLE(": sum of floats into an integer output");
       } else {
         const device::Buffer& out = make_output(args);
         std::vector<SumSlot<Out>> slots = sum_slots<In, SumSlot<Out>>(args, out.numel);

@@ -367,7 +367,7 @@ void move_data(ir::OpKind op, Calls calls, size_t rank) {
     case ir::OpKind::kCollectiveBroadcast:
       return collective_broadcast(calls, rank);
     default:
-      ORDO_CHECK(false, ": move_data: ", ir::op_name(op), " is not a collective");
+      ORDO_UNREACHABLE(": move_data: ", ir::op_name(op), " is not a collective");
   }
 }
 

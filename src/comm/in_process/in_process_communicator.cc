@@ -107,7 +107,7 @@ InProcessCommunicator::Route InProcessCommunicator::open_route(const ReplicaGrou
     if (!channel) channel = std::make_unique<Channel>(group);
     return {channel.get(), static_cast<size_t>(member - group.begin()), partition};
   }
-  ORDO_CHECK(false, ": device ", device, " is in no replica group");
+  ORDO_UNREACHABLE(": device ", device, " is in no replica group");
 }
 
 InProcessCommunicator::Route InProcessCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {
