@@ -4,19 +4,13 @@
 
 #include <algorithm>
 #include <deque>
-#include <numeric>
 #include <utility>
 
 #include "comm/deadlines.h"
+#include "comm/exchange_rules.h"
 #include "core/interrupt.h"
 
 namespace ordo::comm {
-namespace {
-
-// "rendezvous 'step'"
-std::string describe_tag(std::string_view tag) { return str_cat("rendezvous '", tag, "'"); }
-
-}  // namespace
 
 InProcessExchange::InProcessExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted)
     : world_size_(world_size),
@@ -25,32 +19,9 @@ InProcessExchange::InProcessExchange(int world_size, const GoneDevices& gone, co
       rounds_(static_cast<size_t>(world_size)),
       waiting_in_(static_cast<size_t>(world_size), nullptr) {}
 
-std::vector<int> InProcessExchange::participants_of(const ExchangeCall& call) const {
-  const std::string what = describe_tag(call.tag);
-  ORDO_ARG_CHECK(call.device >= 0 && call.device < world_size_, what, ": device ", call.device,
-                 " does not exist (world size ", world_size_, ")");
-  std::vector<int> participants(call.participants.begin(), call.participants.end());
-  if (participants.empty()) {
-    participants.resize(static_cast<size_t>(world_size_));
-    std::iota(participants.begin(), participants.end(), 0);
-  }
-  const std::string named = describe_group(participants);
-  bool among = false;
-  for (size_t i = 0; i < participants.size(); ++i) {
-    const int d = participants[i];
-    ORDO_ARG_CHECK(d >= 0 && d < world_size_, what, ": device ", d, " among the replicas ", named,
-                   " does not exist (world size ", world_size_, ")");
-    ORDO_ARG_CHECK(i == 0 || d != participants[i - 1], what, ": device ", d, " is twice among the replicas ",
-                   named);
-    ORDO_ARG_CHECK(i == 0 || d > participants[i - 1], what, ": the replicas ", named, " are not sorted");
-    among = among || d == call.device;
-  }
-  ORDO_ARG_CHECK(among, what, ": device ", call.device, " is not among the replicas ", named);
-  return participants;
-}
 
 std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
-  std::vector<int> participants = participants_of(call);
+  std::vector<int> participants = exchange_participants(call, world_size_);
   const int me = call.device;
   const auto rank = static_cast<size_t>(std::find(participants.begin(), participants.end(), me) -
                                         participants.begin());
@@ -69,9 +40,7 @@ std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
   meeting.arrived[rank] = true;
   ++meeting.arrivals;
   if (meeting.given_up && !meeting.failure) {
-    fail_locked(meeting, {ErrorCode::kCollectiveTimeout,
-                          str_cat(describe_tag(call.tag), " cannot complete: a participant gave up on it: ",
-                                  *meeting.given_up)});
+    fail_locked(meeting, exchange_given_up(call.tag, *meeting.given_up));
   }
   cv_.notify_all();
   waiting_in_[static_cast<size_t>(me)] = &meeting;
@@ -149,12 +118,7 @@ std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<s
     if (deadlines.timed_out()) {
       // Each waiter times out on its own and says how long it waited; the
       // round can no longer complete, so whoever arrives next fails it.
-      // Not timeout_failure's words: users of Python's rendezvous read
-      // "devices that never arrived" since its first version.
-      device::Failure timeout{ErrorCode::kCollectiveTimeout,
-                              str_cat("device ", me, " waited ", deadlines.timeout_seconds(), " s in ",
-                                      describe_tag(call.tag), "; devices that never arrived: ",
-                                      describe_group(missing_of(meeting)))};
+      device::Failure timeout = exchange_timeout(me, deadlines.timeout_seconds(), call.tag, missing_of(meeting));
       if (!meeting.given_up) meeting.given_up = timeout.message;
       drop_payloads(meeting);
       return timeout;
@@ -175,21 +139,17 @@ std::optional<device::Failure> InProcessExchange::failure_seen_locked(const Meet
   const std::string& tag = std::get<0>(*meeting.round);
   if (interrupted()) {
     const std::string& cause = interrupt_cause();
-    return device::Failure{ErrorCode::kCollective,
-                           str_cat(describe_tag(tag), " cannot complete: device ", me, " was interrupted",
-                                   cause.empty() ? "" : " by ", cause, " while it waited")};
+    return exchange_interrupted(tag, me, cause.empty() ? "" : str_cat(" by ", cause, " while it waited"));
   }
   if (interrupted_.any()) {
     if (std::optional<std::string> reason = interrupted_.reason(me)) {
-      return device::Failure{ErrorCode::kCollective, str_cat(describe_tag(tag), " cannot complete: device ", me,
-                                                             " was interrupted: ", *reason)};
+      return exchange_interrupted(tag, me, ": " + *reason);
     }
   }
   if (gone_.any()) {
     for (int d : missing_of(meeting)) {
       if (std::optional<std::string> reason = gone_.reason(d)) {
-        return device::Failure{ErrorCode::kCollective,
-                               str_cat(describe_tag(tag), ": device ", d, " is gone (", *reason, ")")};
+        return exchange_peer_gone(tag, d, *reason);
       }
     }
   }
@@ -258,9 +218,7 @@ void InProcessExchange::interrupt(int device, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   Meeting* meeting = waiting_in_[static_cast<size_t>(device)];
   if (meeting != nullptr && !meeting->failure) {
-    fail_locked(*meeting, {ErrorCode::kCollective, str_cat(describe_tag(std::get<0>(*meeting->round)),
-                                                           " cannot complete: device ", device,
-                                                           " was interrupted: ", reason)});
+    fail_locked(*meeting, exchange_interrupted(std::get<0>(*meeting->round), device, ": " + reason));
   }
   cv_.notify_all();
 }

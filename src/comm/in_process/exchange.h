@@ -69,8 +69,6 @@ class InProcessExchange {
     std::optional<std::string> given_up;
   };
 
-  // The participants of call (every device when it names none), checked.
-  std::vector<int> participants_of(const ExchangeCall& call) const;
   // Until meeting completes (nullopt) or fails for device me (why).
   std::optional<device::Failure> wait_locked(std::unique_lock<std::mutex>& lock, Meeting& meeting, int me, const ExchangeCall& call);
   // Why meeting cannot complete, as me sees it now, if it cannot: me is

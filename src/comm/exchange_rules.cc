@@ -1,0 +1,56 @@
+#include "comm/exchange_rules.h"
+
+#include <numeric>
+
+#include "ordo/error.h"
+
+namespace ordo::comm {
+
+std::string describe_tag(std::string_view tag) { return str_cat("rendezvous '", tag, "'"); }
+
+std::vector<int> exchange_participants(const ExchangeCall& call, int world_size) {
+  const std::string what = describe_tag(call.tag);
+  ORDO_ARG_CHECK(call.device >= 0 && call.device < world_size, what, ": device ", call.device,
+                 " does not exist (world size ", world_size, ")");
+  std::vector<int> participants(call.participants.begin(), call.participants.end());
+  if (participants.empty()) {
+    participants.resize(static_cast<size_t>(world_size));
+    std::iota(participants.begin(), participants.end(), 0);
+  }
+  const std::string named = describe_group(participants);
+  bool among = false;
+  for (size_t i = 0; i < participants.size(); ++i) {
+    const int d = participants[i];
+    ORDO_ARG_CHECK(d >= 0 && d < world_size, what, ": device ", d, " among the replicas ", named,
+                   " does not exist (world size ", world_size, ")");
+    ORDO_ARG_CHECK(i == 0 || d != participants[i - 1], what, ": device ", d, " is twice among the replicas ",
+                   named);
+    ORDO_ARG_CHECK(i == 0 || d > participants[i - 1], what, ": the replicas ", named, " are not sorted");
+    among = among || d == call.device;
+  }
+  ORDO_ARG_CHECK(among, what, ": device ", call.device, " is not among the replicas ", named);
+  return participants;
+}
+
+device::Failure exchange_timeout(int device, double timeout_seconds, std::string_view tag,
+                                 const std::vector<int>& missing) {
+  return {ErrorCode::kCollectiveTimeout, str_cat("device ", device, " waited ", timeout_seconds, " s in ",
+                                                 describe_tag(tag), "; devices that never arrived: ",
+                                                 describe_group(missing))};
+}
+
+device::Failure exchange_given_up(std::string_view tag, const std::string& why) {
+  return {ErrorCode::kCollectiveTimeout,
+          str_cat(describe_tag(tag), " cannot complete: a participant gave up on it: ", why)};
+}
+
+device::Failure exchange_peer_gone(std::string_view tag, int device, const std::string& reason) {
+  return {ErrorCode::kCollective, str_cat(describe_tag(tag), ": device ", device, " is gone (", reason, ")")};
+}
+
+device::Failure exchange_interrupted(std::string_view tag, int device, const std::string& reason) {
+  return {ErrorCode::kCollective,
+          str_cat(describe_tag(tag), " cannot complete: device ", device, " was interrupted", reason)};
+}
+
+}  // namespace ordo::comm
