@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "api/spawned_devices.h"
 #include "python/module.h"
 #include "python/waiting.h"
-#include "api/spawned_devices.h"
 
 namespace ordo::python {
 namespace {

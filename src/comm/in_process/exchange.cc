@@ -19,7 +19,6 @@ InProcessExchange::InProcessExchange(int world_size, const GoneDevices& gone, co
       rounds_(static_cast<size_t>(world_size)),
       waiting_in_(static_cast<size_t>(world_size), nullptr) {}
 
-
 std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
   std::vector<int> participants = exchange_participants(call, world_size_);
   const int me = call.device;
