@@ -16,6 +16,13 @@ target_include_directories(mpi_world_test PRIVATE src tests)
 target_compile_options(mpi_world_test PRIVATE -Wall -Wextra)
 target_link_libraries(mpi_world_test PRIVATE ordo GTest::gtest)
 
+# What the backend's messages carry: no processes needed.
+add_executable(mpi_wire_test tests/mpi/mpi_wire_test.cc)
+target_include_directories(mpi_wire_test PRIVATE src tests)
+target_compile_options(mpi_wire_test PRIVATE -Wall -Wextra)
+target_link_libraries(mpi_wire_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+gtest_discover_tests(mpi_wire_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
 # ordo_add_mpi_test(NAME <name> ARGS <mpirun arguments and program...>
 #                   [PASS_REGULAR_EXPRESSION <regex>])
 function(ordo_add_mpi_test)

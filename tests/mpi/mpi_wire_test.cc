@@ -1,0 +1,108 @@
+// What the MPI backend's messages carry, without MPI: the header every
+// message opens with and the tag of each group's channel.
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/mpi/channel_tags.h"
+#include "comm/mpi/message_header.h"
+#include "ordo/error.h"
+
+namespace ordo::comm {
+namespace {
+
+TEST(MessageHeader, ReadsBackWhatWasWrittenWithThePayloadAfterIt) {
+  const std::vector<int64_t> words = {3, 0, -1, int64_t{1} << 62, 7};
+  const std::string description = "all_reduce(sum, scale 1) of float32[4]";
+  const MessageHeader header{41, 5, words, description};
+  std::string message = encode_header(header, 8);
+  ASSERT_EQ(message.size(), header_size(header) + 8);
+  message.replace(header_size(header), 8, "payload!");
+
+  const DecodedHeader read = decode_header(message, "process 1");
+  EXPECT_EQ(read.sequence, 41);
+  EXPECT_EQ(read.sender, 5);
+  EXPECT_EQ(read.fingerprint, words);
+  EXPECT_EQ(read.description, description);
+  EXPECT_EQ(read.payload_offset, header_size(header));
+  EXPECT_EQ(message.substr(read.payload_offset), "payload!");
+}
+
+TEST(MessageHeader, AnEmptyFingerprintAndDescriptionAndPayload) {
+  const MessageHeader header{0, 0, {}, ""};
+  const std::string message = encode_header(header, 0);
+  const DecodedHeader read = decode_header(message, "process 0");
+  EXPECT_TRUE(read.fingerprint.empty());
+  EXPECT_TRUE(read.description.empty());
+  EXPECT_EQ(read.payload_offset, message.size());
+}
+
+void expect_malformed(const std::string& message, const std::string& why) {
+  try {
+    decode_header(message, "process 2 (host vm, pid 7)");
+    ADD_FAILURE() << "read a header from a message that has none (" << why << ")";
+  } catch (const CollectiveError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("a message from process 2 (host vm, pid 7) is not one of ordo's collectives ("
+                        + why),
+              std::string::npos)
+        << text;
+  }
+}
+
+TEST(MessageHeader, AMessageThatIsNoHeaderIsAnErrorNamingItsSender) {
+  const std::vector<int64_t> words = {1, 2, 3};
+  const std::string message = encode_header({9, 1, words, "broadcast"}, 0);
+  expect_malformed("", "shorter than a header");
+  expect_malformed(message.substr(0, 10), "shorter than a header");
+  expect_malformed(std::string(message.size(), 'x'), "no header");
+  expect_malformed(message.substr(0, message.size() - 1), "shorter than its header says");
+  std::string other_version = message;
+  other_version[4] = 2;
+  expect_malformed(other_version, "another version of the header");
+  // A word count so large that its bytes would wrap: still caught.
+  std::string huge = message;
+  huge[20] = huge[21] = huge[22] = huge[23] = '\xff';
+  expect_malformed(huge, "shorter than its header says");
+}
+
+TEST(ChannelTags, InRangeAndTheSameForTheSameGroup) {
+  for (int upper : {kFirstChannelTag + 1, 32767, 0x7fffffff}) {
+    for (const std::vector<int>& group : std::vector<std::vector<int>>{{}, {0}, {0, 1}, {3, 1, 2}, {1 << 29}}) {
+      const int tag = channel_tag(group, upper);
+      EXPECT_GE(tag, kFirstChannelTag);
+      EXPECT_LE(tag, upper);
+      EXPECT_EQ(tag, channel_tag(group, upper));
+    }
+  }
+}
+
+TEST(ChannelTags, GroupsOfAJobGetTheirOwnTags) {
+  // Every ordered pair of 16 devices, and the group of all of them: the
+  // order of the members is the order of the reduction, so [0, 1] and
+  // [1, 0] are different channels.
+  std::set<int> tags;
+  int groups = 0;
+  for (int a = 0; a < 16; ++a) {
+    for (int b = 0; b < 16; ++b) {
+      if (a == b) continue;
+      const std::vector<int> pair = {a, b};
+      tags.insert(channel_tag(pair, 0x7fffffff));
+      ++groups;
+    }
+  }
+  std::vector<int> all(16);
+  for (int d = 0; d < 16; ++d) all[static_cast<size_t>(d)] = d;
+  tags.insert(channel_tag(all, 0x7fffffff));
+  EXPECT_EQ(static_cast<int>(tags.size()), groups + 1);
+}
+
+TEST(ChannelTags, NoRoomForChannelsIsAnError) {
+  const std::vector<int> group = {0, 1};
+  EXPECT_THROW(channel_tag(group, kFirstChannelTag), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace ordo::comm
