@@ -61,8 +61,14 @@ bool Fingerprint::operator==(const Fingerprint& other) const {
 
 std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
                              int other_device, const CollectiveCall& other_call) {
-  return str_cat("collective mismatch at #", sequence, " on group ", describe_group(group), ": device ", device,
-                 " runs ", describe(call), " but device ", other_device, " runs ", describe(other_call));
+  return mismatch_message(sequence, group, str_cat("device ", device), describe(call),
+                          str_cat("device ", other_device), describe(other_call));
+}
+
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, const std::string& who,
+                             const std::string& call, const std::string& other_who, const std::string& other_call) {
+  return str_cat("collective mismatch at #", sequence, " on group ", describe_group(group), ": ", who, " runs ", call,
+                 " but ", other_who, " runs ", other_call);
 }
 
 std::string partition_mismatch_message(int64_t number, int device, const std::string& mine, int other_device,

@@ -48,6 +48,11 @@ class Fingerprint {
 // at #3 on group [0, 1]: device 0 runs <call> but device 1 runs <other>".
 std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
                              int other_device, const CollectiveCall& other_call);
+// The same from what the two devices are ("device 2 (process 1 on host vm)")
+// and their calls' descriptions, for peers that hold no CollectiveCall of
+// each other's (other processes).
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, const std::string& who,
+                             const std::string& call, const std::string& other_who, const std::string& other_call);
 
 // What device raises when other_device, which it waits for in its
 // collective #number, is in a collective of other replica groups: "collective

@@ -15,33 +15,41 @@ namespace {
 
 TEST(MessageHeader, ReadsBackWhatWasWrittenWithThePayloadAfterIt) {
   const std::vector<int64_t> words = {3, 0, -1, int64_t{1} << 62, 7};
-  const std::string description = "all_reduce(sum, scale 1) of float32[4]";
-  const MessageHeader header{41, 5, words, description};
-  std::string message = encode_header(header, 8);
-  ASSERT_EQ(message.size(), header_size(header) + 8);
-  message.replace(header_size(header), 8, "payload!");
-
-  const DecodedHeader read = decode_header(message, "process 1");
+  const std::vector<int64_t> other = {9};
+  const std::vector<MemberEntry> members = {{4, words, ""}, {5, other, "all_reduce(sum, scale 1) of float32[4]"}};
+  const MessageHeader header{MessageKind::kHeader, 41, 2, members, ErrorCode::kExecution, {}};
+  std::string message = encode_message(header, 8);
+  const DecodedMessage read = decode_message(message, "process 1");
+  ASSERT_EQ(read.payload_offset % 64, 0u);
+  ASSERT_EQ(message.size(), read.payload_offset + 8);
+  message.replace(read.payload_offset, 8, "payload!");
+  EXPECT_EQ(read.kind, MessageKind::kHeader);
   EXPECT_EQ(read.sequence, 41);
-  EXPECT_EQ(read.sender, 5);
-  EXPECT_EQ(read.fingerprint, words);
-  EXPECT_EQ(read.description, description);
-  EXPECT_EQ(read.payload_offset, header_size(header));
+  EXPECT_EQ(read.process, 2);
+  ASSERT_EQ(read.members.size(), 2u);
+  EXPECT_EQ(read.members[0].device, 4);
+  EXPECT_EQ(read.members[0].fingerprint, words);
+  EXPECT_EQ(read.members[1].device, 5);
+  EXPECT_EQ(read.members[1].fingerprint, other);
+  EXPECT_EQ(read.members[1].text, "all_reduce(sum, scale 1) of float32[4]");
+  EXPECT_TRUE(read.failure.empty());
   EXPECT_EQ(message.substr(read.payload_offset), "payload!");
 }
 
-TEST(MessageHeader, AnEmptyFingerprintAndDescriptionAndPayload) {
-  const MessageHeader header{0, 0, {}, ""};
-  const std::string message = encode_header(header, 0);
-  const DecodedHeader read = decode_header(message, "process 0");
-  EXPECT_TRUE(read.fingerprint.empty());
-  EXPECT_TRUE(read.description.empty());
+TEST(MessageHeader, AFailureAndNoMembersOrPayload) {
+  const MessageHeader header{MessageKind::kRetraction, 0, 0, {}, ErrorCode::kCollectiveTimeout, "device 3 waited"};
+  const std::string message = encode_message(header, 0);
+  const DecodedMessage read = decode_message(message, "process 0");
+  EXPECT_EQ(read.kind, MessageKind::kRetraction);
+  EXPECT_TRUE(read.members.empty());
+  EXPECT_EQ(read.failure_code, ErrorCode::kCollectiveTimeout);
+  EXPECT_EQ(read.failure, "device 3 waited");
   EXPECT_EQ(read.payload_offset, message.size());
 }
 
 void expect_malformed(const std::string& message, const std::string& why) {
   try {
-    decode_header(message, "process 2 (host vm, pid 7)");
+    decode_message(message, "process 2 (host vm, pid 7)");
     ADD_FAILURE() << "read a header from a message that has none (" << why << ")";
   } catch (const CollectiveError& e) {
     const std::string text = e.what();
@@ -54,17 +62,25 @@ void expect_malformed(const std::string& message, const std::string& why) {
 
 TEST(MessageHeader, AMessageThatIsNoHeaderIsAnErrorNamingItsSender) {
   const std::vector<int64_t> words = {1, 2, 3};
-  const std::string message = encode_header({9, 1, words, "broadcast"}, 0);
+  const std::vector<MemberEntry> members = {{1, words, "broadcast"}};
+  const std::string message = encode_message({MessageKind::kHeader, 9, 1, members, ErrorCode::kExecution, {}}, 0);
   expect_malformed("", "shorter than a header");
   expect_malformed(message.substr(0, 10), "shorter than a header");
   expect_malformed(std::string(message.size(), 'x'), "no header");
   expect_malformed(message.substr(0, message.size() - 1), "shorter than its header says");
   std::string other_version = message;
-  other_version[4] = 2;
+  other_version[4] = 7;
   expect_malformed(other_version, "another version of the header");
-  // A word count so large that its bytes would wrap: still caught.
+  std::string other_kind = message;
+  other_kind[8] = 9;
+  expect_malformed(other_kind, "an unknown kind of message");
+  // A member count, or a word count, so large that its bytes would wrap:
+  // still caught.
+  std::string many = message;
+  many[24] = many[25] = many[26] = many[27] = '\xff';
+  expect_malformed(many, "shorter than its header says");
   std::string huge = message;
-  huge[20] = huge[21] = huge[22] = huge[23] = '\xff';
+  huge[44] = huge[45] = huge[46] = huge[47] = '\xff';
   expect_malformed(huge, "shorter than its header says");
 }
 

@@ -428,4 +428,10 @@ void all_reduce_staged(const CollectiveCall& call, std::span<const std::byte* co
   }
 }
 
+void reduce_pointers(DType dtype, std::byte* dst, std::span<const std::byte* const> inputs, int64_t numel,
+                     ReduceType reduce, double scale) {
+  ORDO_DISPATCH_DTYPE(dtype, T,
+                      reduce_staged<T>(reinterpret_cast<T*>(dst), StagedAt<T>{inputs, 0}, numel, reduce, scale));
+}
+
 }  // namespace ordo::comm

@@ -32,4 +32,10 @@ void stage_inputs(const CollectiveCall& call, std::byte* staged);
 // Fills call's outputs from every participant's staged inputs, by rank.
 void all_reduce_staged(const CollectiveCall& call, std::span<const std::byte* const> staged);
 
+// dst = inputs[0] op inputs[1] op ..., element by element in that order,
+// then scaled: the fold every all_reduce above computes, bitwise, for
+// backends that gather the inputs themselves (processes).
+void reduce_pointers(DType dtype, std::byte* dst, std::span<const std::byte* const> inputs, int64_t numel,
+                     ReduceType reduce, double scale);
+
 }  // namespace ordo::comm

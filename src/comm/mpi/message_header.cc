@@ -2,72 +2,113 @@
 
 #include <cstring>
 
-#include "ordo/error.h"
-
 namespace ordo::comm {
 namespace {
 
 // "ordo" and the layout's version: a message of anything else fails here.
 constexpr uint32_t kMagic = 0x6f72646f;
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr size_t kPayloadAlignment = 64;
 
-// The fixed part, then fingerprint words, then the description's bytes.
 struct FixedPart {
   uint32_t magic;
   uint32_t version;
+  uint32_t kind;
+  int32_t process;
   int64_t sequence;
-  int32_t sender;
-  uint32_t fingerprint_words;
-  uint64_t description_bytes;
+  uint32_t members;
+  int32_t failure_code;
+  uint64_t failure_bytes;
 };
 
-}  // namespace
+struct MemberPart {
+  int32_t device;
+  uint32_t fingerprint_words;
+  uint64_t text_bytes;
+};
 
-size_t header_size(const MessageHeader& header) {
-  return sizeof(FixedPart) + header.fingerprint.size() * sizeof(int64_t) + header.description.size();
-}
-
-std::string encode_header(const MessageHeader& header, size_t payload_bytes) {
-  std::string bytes(header_size(header) + payload_bytes, '\0');
-  const FixedPart fixed{kMagic,
-                        kVersion,
-                        header.sequence,
-                        header.sender,
-                        static_cast<uint32_t>(header.fingerprint.size()),
-                        header.description.size()};
-  char* at = bytes.data();
-  std::memcpy(at, &fixed, sizeof(fixed));
-  at += sizeof(fixed);
-  if (!header.fingerprint.empty()) std::memcpy(at, header.fingerprint.data(), header.fingerprint.size_bytes());
-  at += header.fingerprint.size_bytes();
-  if (!header.description.empty()) std::memcpy(at, header.description.data(), header.description.size());
+size_t header_bytes(const MessageHeader& header) {
+  size_t bytes = sizeof(FixedPart) + header.failure.size();
+  for (const MemberEntry& m : header.members) {
+    bytes += sizeof(MemberPart) + m.fingerprint.size_bytes() + m.text.size();
+  }
   return bytes;
 }
 
-DecodedHeader decode_header(std::string_view message, const std::string& from) {
-  FixedPart fixed{};
+size_t aligned(size_t bytes) { return (bytes + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
+
+void put(char*& at, const void* data, size_t bytes) {
+  if (bytes != 0) std::memcpy(at, data, bytes);
+  at += bytes;
+}
+
+}  // namespace
+
+std::string encode_message(const MessageHeader& header, size_t payload_bytes) {
+  const size_t head = header_bytes(header);
+  std::string bytes((payload_bytes == 0 ? head : aligned(head)) + payload_bytes, '\0');
+  const FixedPart fixed{kMagic,
+                        kVersion,
+                        static_cast<uint32_t>(header.kind),
+                        header.process,
+                        header.sequence,
+                        static_cast<uint32_t>(header.members.size()),
+                        static_cast<int32_t>(header.failure_code),
+                        header.failure.size()};
+  char* at = bytes.data();
+  put(at, &fixed, sizeof(fixed));
+  for (const MemberEntry& m : header.members) {
+    const MemberPart part{m.device, static_cast<uint32_t>(m.fingerprint.size()), m.text.size()};
+    put(at, &part, sizeof(part));
+    put(at, m.fingerprint.data(), m.fingerprint.size_bytes());
+    put(at, m.text.data(), m.text.size());
+  }
+  put(at, header.failure.data(), header.failure.size());
+  return bytes;
+}
+
+DecodedMessage decode_message(std::string_view message, const std::string& from) {
   auto malformed = [&](const char* why) {
     throw_error<CollectiveError>("a message from ", from, " is not one of ordo's collectives (", why, ", ",
                                  message.size(), " bytes)");
   };
+  size_t at = 0;
+  // Copies `bytes` from the message at `at`, if it has them.
+  auto take = [&](void* out, uint64_t bytes) {
+    if (bytes > message.size() - at) malformed("shorter than its header says");
+    if (bytes != 0) std::memcpy(out, message.data() + at, bytes);
+    at += bytes;
+  };
+  FixedPart fixed{};
   if (message.size() < sizeof(fixed)) malformed("shorter than a header");
-  std::memcpy(&fixed, message.data(), sizeof(fixed));
+  take(&fixed, sizeof(fixed));
   if (fixed.magic != kMagic) malformed("no header");
   if (fixed.version != kVersion) malformed("another version of the header");
-  const uint64_t words_bytes = uint64_t{fixed.fingerprint_words} * sizeof(int64_t);
-  const uint64_t rest = message.size() - sizeof(fixed);
-  if (words_bytes > rest || fixed.description_bytes > rest - words_bytes) malformed("shorter than its header says");
-
-  DecodedHeader header;
-  header.sequence = fixed.sequence;
-  header.sender = fixed.sender;
-  header.fingerprint.resize(fixed.fingerprint_words);
-  const char* at = message.data() + sizeof(fixed);
-  if (words_bytes != 0) std::memcpy(header.fingerprint.data(), at, words_bytes);
-  at += words_bytes;
-  header.description.assign(at, fixed.description_bytes);
-  header.payload_offset = sizeof(fixed) + words_bytes + fixed.description_bytes;
-  return header;
+  if (fixed.kind < 1 || fixed.kind > 3) malformed("an unknown kind of message");
+  DecodedMessage out;
+  out.kind = static_cast<MessageKind>(fixed.kind);
+  out.process = fixed.process;
+  out.sequence = fixed.sequence;
+  out.failure_code = static_cast<ErrorCode>(fixed.failure_code);
+  if (fixed.members > (message.size() - at) / sizeof(MemberPart)) malformed("shorter than its header says");
+  out.members.resize(fixed.members);
+  for (DecodedMember& member : out.members) {
+    MemberPart part{};
+    take(&part, sizeof(part));
+    member.device = part.device;
+    if (part.fingerprint_words > (message.size() - at) / sizeof(int64_t)) malformed("shorter than its header says");
+    member.fingerprint.resize(part.fingerprint_words);
+    take(member.fingerprint.data(), uint64_t{part.fingerprint_words} * sizeof(int64_t));
+    if (part.text_bytes > message.size() - at) malformed("shorter than its header says");
+    member.text.resize(part.text_bytes);
+    take(member.text.data(), part.text_bytes);
+  }
+  if (fixed.failure_bytes > message.size() - at) malformed("shorter than its header says");
+  out.failure.resize(fixed.failure_bytes);
+  take(out.failure.data(), fixed.failure_bytes);
+  out.payload_offset = at == message.size() ? at : aligned(at);
+  if (out.payload_offset > message.size()) malformed("shorter than its header says");
+  return out;
 }
 
 }  // namespace ordo::comm

@@ -1,15 +1,12 @@
-// The header that opens every message of the MPI backend: what the sender
-// brought to the collective, so that the receiver checks it against its own
-// call before it reads a byte of data. Processes share no memory, so the
-// fingerprint travels by value, with the sender's description of its call
-// for the mismatch message (the receiver has no CollectiveCall of the
-// sender's to describe).
+// The header that opens every message a process sends its peers about one
+// collective: what each of its members brought (so that the receiver
+// checks it against its own group before it reads a byte of data), or why
+// the process fails the collective. Processes share no memory, so the
+// fingerprints travel by value; descriptions of the calls travel only
+// when the fingerprints differ, for the mismatch message.
 //
-//   std::string bytes = encode_header({sequence, device, mine.words(), describe(call)}, payload_bytes);
-//   ... MPI_Isend(bytes.data(), ...) ... MPI_Irecv(...) ...
-//   DecodedHeader theirs = decode_header(received, "process 1 (host vm, pid 42)");
-//   if (!same_words(theirs.fingerprint, mine.words())) throw CollectiveMismatchError(...);
-//   const char* data = received.data() + theirs.payload_offset;
+//   std::string bytes = encode_message(header, payload_bytes);  // payload at payload_offset(bytes)
+//   DecodedMessage theirs = decode_message(received, "process 1 (host vm, pid 42)");
 #pragma once
 
 #include <cstdint>
@@ -18,31 +15,55 @@
 #include <string_view>
 #include <vector>
 
+#include "ordo/error.h"
+
 namespace ordo::comm {
 
-struct MessageHeader {
-  int64_t sequence;                     // the group's collective number
-  int sender;                           // global ordinal
-  std::span<const int64_t> fingerprint; // Fingerprint::words() of the sender's call
-  std::string_view description;         // describe(call), for messages
+enum class MessageKind : uint32_t {
+  kHeader = 1,        // the members' fingerprints (and a small all_reduce's inputs after them)
+  kDescriptions = 2,  // the members' calls described, after a mismatch
+  kRetraction = 3,    // the process fails a collective it had agreed to
 };
 
-// The header's bytes, with room for payload_bytes more after it (the
-// caller writes the payload at header_size(header) onwards).
-std::string encode_header(const MessageHeader& header, size_t payload_bytes);
-size_t header_size(const MessageHeader& header);
+struct MemberEntry {
+  int device;                            // global ordinal
+  std::span<const int64_t> fingerprint;  // Fingerprint::words() of its call
+  std::string_view text;                 // its description (kDescriptions)
+};
 
-struct DecodedHeader {
-  int64_t sequence = 0;
-  int sender = 0;
+struct MessageHeader {
+  MessageKind kind;
+  int64_t sequence;  // the group's collective number
+  int process;       // the sender
+  std::span<const MemberEntry> members;
+  // When the sender fails the collective: the error each member raises.
+  ErrorCode failure_code = ErrorCode::kExecution;
+  std::string_view failure;  // empty: no failure
+};
+
+// The header's bytes, then room for payload_bytes more, which start on a
+// 64-byte boundary of the message (payload_offset).
+std::string encode_message(const MessageHeader& header, size_t payload_bytes);
+
+struct DecodedMember {
+  int device = 0;
   std::vector<int64_t> fingerprint;
-  std::string description;
+  std::string text;
+};
+
+struct DecodedMessage {
+  MessageKind kind = MessageKind::kHeader;
+  int64_t sequence = 0;
+  int process = 0;
+  std::vector<DecodedMember> members;
+  ErrorCode failure_code = ErrorCode::kExecution;
+  std::string failure;
   size_t payload_offset = 0;  // where the payload starts in the message
 };
 
-// Reads a header that encode_header wrote. A message too short for its
+// Reads a message that encode_message wrote. A message too short for its
 // header, or that does not start with one, is a CollectiveError naming
 // `from` (another program, or a tag that two channels share): never data.
-DecodedHeader decode_header(std::string_view message, const std::string& from);
+DecodedMessage decode_message(std::string_view message, const std::string& from);
 
 }  // namespace ordo::comm

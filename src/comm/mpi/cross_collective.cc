@@ -1,0 +1,317 @@
+#include "comm/mpi/cross_collective.h"
+
+#include <chrono>
+
+#include "comm/deadlines.h"
+#include "comm/describe.h"
+#include "comm/in_process/data_movement.h"
+#include "core/check.h"
+#include "core/interrupt.h"
+
+namespace ordo::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An all_reduce whose staged inputs take at most this many bytes a member
+// travels in the headers: one message each way instead of a header round
+// before the data.
+constexpr size_t kEagerBytes = 64 * 1024;
+
+size_t aligned_to_line(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+device::Failure failure_of(const Error& error) { return {error.code(), error.what()}; }
+
+}  // namespace
+
+// What a waiting leader checks between two polls.
+class CrossCollective::Watch {
+ public:
+  Watch(const CrossCollective& owner, const CollectiveCall& like, int64_t sequence, bool interruptible,
+        const char* waiting_for)
+      : owner_(owner), like_(like), sequence_(sequence), interruptible_(interruptible), waiting_for_(waiting_for) {}
+
+  std::optional<device::Failure> check(const std::vector<bool>& heard) {
+    if (!deadlines_) deadlines_.emplace();
+    const GroupPlan& plan = owner_.plan_;
+    const Peers& peers = owner_.peers_;
+    if (peers.gone.any()) {
+      for (size_t p = 0; p < plan.processes.size(); ++p) {
+        if (p == plan.me || heard[p]) continue;
+        for (size_t rank : plan.ranks_of[p]) {
+          const int device = plan.group[rank];
+          if (std::optional<std::string> reason = peers.gone.reason(device)) {
+            return gone_failure(where(), device, *reason,
+                                str_cat("on ", peers.world.describe_process(plan.processes[p])));
+          }
+        }
+      }
+    }
+    if (interruptible_) {
+      if (peers.interrupted.any()) {
+        for (size_t rank : plan.local_ranks) {
+          const int device = plan.group[rank];
+          if (std::optional<std::string> reason = peers.interrupted.reason(device)) {
+            return interrupted_failure(where(), device, reason, missing(heard));
+          }
+        }
+      }
+      if (has_interrupt_check() && Clock::now() >= next_interrupt_poll_) {
+        next_interrupt_poll_ = Clock::now() + std::chrono::milliseconds(10);
+        poll_interrupt();
+      }
+      if (interrupted()) return interrupted_failure(where(), leader_device(), std::nullopt, missing(heard));
+    }
+    if (deadlines_->warning_due()) {
+      report_warning(slow_wait_warning(leader_device(), deadlines_->warn_seconds(), where(), missing(heard)));
+    }
+    if (deadlines_->timed_out()) {
+      return timeout_failure(leader_device(), deadlines_->timeout_seconds(), where(), missing(heard));
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int leader_device() const { return owner_.plan_.group[owner_.plan_.local_ranks[0]]; }
+  std::string where() const { return describe_at(like_, sequence_, owner_.plan_.group); }
+  std::string missing(const std::vector<bool>& heard) const {
+    const GroupPlan& plan = owner_.plan_;
+    std::string out;
+    for (size_t p = 0; p < plan.processes.size(); ++p) {
+      if (p == plan.me || heard[p]) continue;
+      for (size_t rank : plan.ranks_of[p]) {
+        out += str_cat(out.empty() ? "" : ", ", plan.group[rank], " (",
+                       owner_.peers_.world.describe_process(plan.processes[p]), ": ", waiting_for_, ")");
+      }
+    }
+    return out;
+  }
+
+  const CrossCollective& owner_;
+  const CollectiveCall& like_;
+  const int64_t sequence_;
+  const bool interruptible_;
+  const char* const waiting_for_;
+  std::optional<Deadlines> deadlines_;
+  Clock::time_point next_interrupt_poll_ = Clock::now();
+};
+
+CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
+    : peers_(peers), meeting_(meeting), plan_(meeting.plan()), fingerprints_(plan_.local_ranks.size()) {}
+
+std::string CrossCollective::who(int device) const {
+  const DevicePlace& place = peers_.world.topology().place(device);
+  return str_cat("device ", device, " (", peers_.world.describe_process(place.process), ")");
+}
+
+void CrossCollective::send_to_others(const std::string& message, int tag) {
+  for (size_t p = 0; p < plan_.processes.size(); ++p) {
+    if (p != plan_.me) peers_.link.send_owned(message, plan_.processes[p], tag);
+  }
+}
+
+void CrossCollective::tell_failure(int64_t sequence, const device::Failure& failure) {
+  send_to_others(encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), {}, failure.code,
+                                 failure.message},
+                                0),
+                 plan_.header_tag);
+}
+
+void CrossCollective::retract(int64_t sequence, const device::Failure& failure) {
+  send_to_others(encode_message({MessageKind::kRetraction, sequence, peers_.world.rank(), {}, failure.code,
+                                 failure.message},
+                                0),
+                 plan_.control_tag);
+}
+
+std::optional<device::Failure> CrossCollective::retraction(int64_t sequence) {
+  if (auto early = early_retractions_.find(sequence); early != early_retractions_.end()) {
+    device::Failure failure = std::move(early->second);
+    early_retractions_.erase(early);
+    return failure;
+  }
+  for (size_t p = 0; p < plan_.processes.size(); ++p) {
+    if (p == plan_.me) continue;
+    const int process = plan_.processes[p];
+    while (std::optional<std::string> bytes = peers_.link.try_take(process, plan_.control_tag)) {
+      DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
+      if (m.sequence < sequence) continue;  // of a collective that failed here too
+      device::Failure failure{m.failure_code, std::move(m.failure)};
+      if (m.sequence == sequence) return failure;
+      early_retractions_.insert_or_assign(m.sequence, std::move(failure));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<device::Failure> CrossCollective::receive_headers(int64_t sequence, const CollectiveCall& like,
+                                                                std::vector<std::optional<DecodedMessage>>& headers,
+                                                                std::vector<std::string>& raw) {
+  std::vector<bool> heard(plan_.processes.size(), false);
+  heard[plan_.me] = true;
+  size_t missing = plan_.processes.size() - 1;
+  Watch watch(*this, like, sequence, /*interruptible=*/true, "no word from it");
+  Backoff backoff;
+  while (missing > 0) {
+    for (size_t p = 0; p < plan_.processes.size(); ++p) {
+      if (heard[p]) continue;
+      const int process = plan_.processes[p];
+      while (std::optional<std::string> bytes = peers_.link.try_take(process, plan_.header_tag)) {
+        DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
+        if (m.sequence < sequence) continue;  // of a collective that failed here before it sent
+        if (m.sequence > sequence || m.kind != MessageKind::kHeader) {
+          return device::Failure{
+              ErrorCode::kCollectiveMismatch,
+              str_cat("collective mismatch on group ", plan_.text, ": ", peers_.world.describe_process(process),
+                      " is at its collective #", m.sequence, " of the group while ", who(plan_.group[plan_.local_ranks[0]]),
+                      " is at #", sequence, " (", describe(like), "): the group's collectives are out of step")};
+        }
+        headers[p] = std::move(m);
+        raw[p] = std::move(*bytes);
+        heard[p] = true;
+        --missing;
+        break;
+      }
+    }
+    if (missing == 0) break;
+    if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
+    if (std::optional<device::Failure> failure = watch.check(heard)) return failure;
+    backoff.pause();
+  }
+  return std::nullopt;
+}
+
+device::Failure CrossCollective::mismatch(int64_t sequence, size_t rank, const CollectiveCall& like) {
+  const auto& calls = meeting_.calls();
+  std::vector<std::string> texts(plan_.group.size());
+  std::vector<MemberEntry> entries;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    texts[plan_.local_ranks[i]] = describe(*calls[i]);
+    entries.push_back({plan_.group[plan_.local_ranks[i]], {}, texts[plan_.local_ranks[i]]});
+  }
+  send_to_others(encode_message({MessageKind::kDescriptions, sequence, peers_.world.rank(), entries, ErrorCode::kExecution, {}}, 0),
+                 plan_.header_tag);
+  std::vector<bool> heard(plan_.processes.size(), false);
+  heard[plan_.me] = true;
+  Watch watch(*this, like, sequence, /*interruptible=*/true, "has not described its call");
+  Backoff backoff;
+  for (size_t p = 0; p < plan_.processes.size(); ++p) {
+    const int process = plan_.processes[p];
+    while (!heard[p]) {
+      if (std::optional<std::string> bytes = peers_.link.try_take(process, plan_.header_tag)) {
+        DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
+        if (m.kind != MessageKind::kDescriptions || m.sequence != sequence || m.members.size() != plan_.ranks_of[p].size()) {
+          continue;
+        }
+        for (size_t j = 0; j < m.members.size(); ++j) texts[plan_.ranks_of[p][j]] = std::move(m.members[j].text);
+        heard[p] = true;
+        break;
+      }
+      if (std::optional<device::Failure> failure = watch.check(heard)) return *failure;
+      backoff.pause();
+    }
+  }
+  return {ErrorCode::kCollectiveMismatch,
+          mismatch_message(sequence, plan_.group, who(plan_.group[0]), texts[0], who(plan_.group[rank]), texts[rank])};
+}
+
+std::optional<device::Failure> CrossCollective::lead(int64_t sequence) {
+  try {
+    if (broken_) return device::Failure{ErrorCode::kCollective, *broken_};
+    const auto& calls = meeting_.calls();
+    const CollectiveCall& like = *calls[0];
+    std::vector<MemberEntry> entries;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      fingerprints_[i].assign(*calls[i]);
+      entries.push_back({plan_.group[plan_.local_ranks[i]], fingerprints_[i].words(), {}});
+    }
+    const bool eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
+    const size_t slot = eager ? aligned_to_line(staged_bytes(like)) : 0;
+    std::string mine = encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries, ErrorCode::kExecution, {}}, slot * calls.size());
+    const size_t payload = mine.size() - slot * calls.size();
+    if (eager) {
+      for (size_t i = 0; i < calls.size(); ++i) stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine.data() + payload + i * slot));
+    }
+    send_to_others(mine, plan_.header_tag);
+
+    std::vector<std::optional<DecodedMessage>> headers(plan_.processes.size());
+    std::vector<std::string> raw(plan_.processes.size());
+    if (std::optional<device::Failure> failure = receive_headers(sequence, like, headers, raw)) {
+      retract(sequence, *failure);
+      return failure;
+    }
+    // Every member's fingerprint and staged inputs, by rank.
+    std::vector<std::span<const int64_t>> words(plan_.group.size());
+    std::vector<const std::byte*> staged(plan_.group.size(), nullptr);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      words[plan_.local_ranks[i]] = fingerprints_[i].words();
+      staged[plan_.local_ranks[i]] = reinterpret_cast<const std::byte*>(mine.data() + payload + i * slot);
+    }
+    for (size_t p = 0; p < plan_.processes.size(); ++p) {
+      if (p == plan_.me) continue;
+      const DecodedMessage& h = *headers[p];
+      if (!h.failure.empty()) return device::Failure{h.failure_code, h.failure};
+      const std::string from = peers_.world.describe_process(plan_.processes[p]);
+      const std::vector<size_t>& ranks = plan_.ranks_of[p];
+      if (h.members.size() != ranks.size()) {
+        throw_error<CollectiveError>("a header from ", from, " names ", h.members.size(), " members of group ",
+                                     plan_.text, " where that process has ", ranks.size());
+      }
+      for (size_t j = 0; j < ranks.size(); ++j) {
+        ORDO_CHECK_EQ(h.members[j].device, plan_.group[ranks[j]]);
+        words[ranks[j]] = h.members[j].fingerprint;
+        staged[ranks[j]] = reinterpret_cast<const std::byte*>(raw[p].data() + h.payload_offset + j * slot);
+      }
+    }
+    for (size_t rank = 1; rank < words.size(); ++rank) {
+      if (!std::equal(words[rank].begin(), words[rank].end(), words[0].begin(), words[0].end())) {
+        return mismatch(sequence, rank, like);
+      }
+    }
+    if (eager) {
+      for (size_t p = 0; p < plan_.processes.size(); ++p) {
+        if (p != plan_.me && raw[p].size() < headers[p]->payload_offset + slot * plan_.ranks_of[p].size()) {
+          throw_error<CollectiveError>("the header from ", peers_.world.describe_process(plan_.processes[p]),
+                                       " is shorter than the inputs it carries");
+        }
+      }
+      for (const CollectiveCall* call : calls) all_reduce_staged(*call, staged);
+      return std::nullopt;
+    }
+    Watch watch(*this, like, sequence, /*interruptible=*/false, "its data has not come");
+    std::vector<bool> none(plan_.processes.size(), false);
+    Transfers transfers(peers_.link, plan_, [&](Requests& requests) -> std::optional<device::Failure> {
+      Backoff backoff;
+      while (!peers_.link.test(requests)) {
+        if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
+        if (std::optional<device::Failure> failure = watch.check(none)) return failure;
+        backoff.pause();
+      }
+      return std::nullopt;
+    });
+    std::optional<device::Failure> failure;
+    try {
+      failure = move_data_across(plan_, calls, transfers, scratch_);
+    } catch (const Error& error) {
+      failure = failure_of(error);
+    }
+    if (failure) {
+      // MPI may still read the inputs or write the outputs: keep them.
+      transfers.abandon();
+      scratch_.abandon();
+      auto* kept = new std::vector<std::shared_ptr<std::byte>>();  // until exit, on purpose
+      for (const CollectiveCall* call : calls) {
+        for (const device::Buffer* b : call->inputs) kept->push_back(b->storage);
+        for (const device::Buffer* b : call->outputs) kept->push_back(b->storage);
+      }
+      broken_ = str_cat("group ", plan_.text, " cannot run collectives any more: its collective #", sequence,
+                        " failed while its data moved (", failure->message, ")");
+      retract(sequence, *failure);
+    }
+    return failure;
+  } catch (const Error& error) {
+    return failure_of(error);
+  }
+}
+
+}  // namespace ordo::comm

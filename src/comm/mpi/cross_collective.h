@@ -1,0 +1,94 @@
+// One collective of a group that spans processes, run by the group's
+// leader in this process (local_meeting.h) for every local member:
+//
+// 1. Headers: the leader sends every other process of the group one
+//    header with its members' fingerprints (message_header.h), or the
+//    failure of the collective in this process, and receives theirs. A
+//    small all_reduce's inputs travel in the header: one message each
+//    way, like MPI's own small all_reduce.
+// 2. Every process checks every member's fingerprint against the first
+//    member's, so all find the same first mismatch; they then swap
+//    descriptions of their calls, and every member of every process
+//    raises the same CollectiveMismatchError, naming both devices with
+//    their process and host.
+// 3. The data moves (cross_data.h).
+//
+// Headers come in order per (process, group) because MPI never lets two
+// messages of one source and tag overtake each other; a header of an
+// earlier collective (one that failed here before this process sent
+// anything) is dropped. While it waits the leader fails the collective
+// when a member of another process is gone (its process died, or it
+// failed: news from the process mesh), when a local member is
+// interrupted, or past the timeout, after the warning. A process that
+// fails after its header went out sends a retraction, so that peers that
+// took its header stop waiting for its data.
+//
+// Locking: a CrossCollective is used by one leader at a time (the
+// meeting's), and by tell_failure, which touches only the link.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/fingerprint.h"
+#include "comm/gone_devices.h"
+#include "comm/interrupted_devices.h"
+#include "comm/mpi/cross_data.h"
+#include "comm/mpi/local_meeting.h"
+#include "comm/mpi/message_header.h"
+#include "comm/mpi/mpi_link.h"
+#include "comm/mpi/mpi_world.h"
+
+namespace ordo::comm {
+
+// What the communicator shares with its leaders.
+struct Peers {
+  const MpiWorld& world;
+  MpiLink& link;
+  const GoneDevices& gone;
+  const InterruptedDevices& interrupted;
+};
+
+class CrossCollective {
+ public:
+  CrossCollective(const Peers& peers, LocalMeeting& meeting);
+
+  // Collective #sequence for every local member (meeting.calls()).
+  std::optional<device::Failure> lead(int64_t sequence);
+  // #sequence failed here before a leader ran it: the other processes
+  // of the group fail it too.
+  void tell_failure(int64_t sequence, const device::Failure& failure);
+
+  // "device 2 (process 1 on host vm)"
+  std::string who(int device) const;
+
+ private:
+  // The headers of every other process (by position), or a failure.
+  std::optional<device::Failure> receive_headers(int64_t sequence, const CollectiveCall& like,
+                                                 std::vector<std::optional<DecodedMessage>>& headers,
+                                                 std::vector<std::string>& raw);
+  // After a mismatch: the descriptions of every member, by rank.
+  device::Failure mismatch(int64_t sequence, size_t rank, const CollectiveCall& like);
+  // A retraction of #sequence from any process of the group, if one came.
+  std::optional<device::Failure> retraction(int64_t sequence);
+  void send_to_others(const std::string& message, int tag);
+  // This process takes back its header of #sequence.
+  void retract(int64_t sequence, const device::Failure& failure);
+  // The failure of a collective that waits for the processes at the
+  // positions not yet heard_from (every other when empty), if it cannot
+  // complete.
+  class Watch;
+
+  Peers peers_;
+  LocalMeeting& meeting_;
+  const GroupPlan& plan_;
+  std::vector<Fingerprint> fingerprints_;  // by local member
+  Scratch scratch_;
+  std::map<int64_t, device::Failure> early_retractions_;
+  std::optional<std::string> broken_;  // why the group's collectives cannot run any more
+};
+
+}  // namespace ordo::comm

@@ -1,0 +1,128 @@
+#include "comm/mpi/local_meeting.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/check.h"
+#include "ordo/error.h"
+
+namespace ordo::comm {
+namespace {
+
+// How many failed collectives a meeting remembers for members that come late.
+constexpr size_t kFailuresKept = 16;
+
+}  // namespace
+
+LocalMeeting::LocalMeeting(GroupPlan plan)
+    : plan_(std::move(plan)), present_(plan_.local_ranks.size(), false), calls_(plan_.local_ranks.size(), nullptr) {}
+
+std::vector<int> LocalMeeting::missing_locked() const {
+  std::vector<int> missing;
+  for (size_t i = 0; i < present_.size(); ++i) {
+    if (!present_[i]) missing.push_back(plan_.group[plan_.local_ranks[i]]);
+  }
+  return missing;
+}
+
+std::optional<device::Failure> LocalMeeting::open_locked(std::unique_lock<std::mutex>& lock, int64_t sequence) {
+  // The members of the collective before are leaving it: it is finished.
+  cv_.wait(lock, [&] { return sequence_ >= sequence; });
+  if (sequence_ == sequence) return std::nullopt;
+  auto failed = failed_.find(sequence);
+  if (failed != failed_.end()) return failed->second;
+  return device::Failure{ErrorCode::kCollective,
+                         str_cat("collective #", sequence, " on group ", plan_.text,
+                                 " failed before this device arrived, too long ago to say why")};
+}
+
+void LocalMeeting::fail_locked(int64_t sequence, const device::Failure& failure) {
+  phase_ = Phase::kFinished;
+  outcome_ = failure;
+  failed_.insert_or_assign(sequence, failure);
+  while (failed_.size() > kFailuresKept) failed_.erase(failed_.begin());
+  cv_.notify_all();
+}
+
+void LocalMeeting::leave_locked() {
+  ++left_;
+  if (phase_ != Phase::kFinished || left_ != arrived_) return;
+  ++sequence_;
+  phase_ = Phase::kGathering;
+  arrived_ = left_ = 0;
+  std::fill(present_.begin(), present_.end(), false);
+  std::fill(calls_.begin(), calls_.end(), nullptr);
+  outcome_.reset();
+  cv_.notify_all();
+}
+
+LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const CollectiveCall* call,
+                                           const Checks& checks) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (std::optional<device::Failure> late = open_locked(lock, sequence)) return {false, std::move(late)};
+  ++arrived_;
+  present_[index] = true;
+  if (phase_ == Phase::kFinished) {  // failed before this member came
+    std::optional<device::Failure> failure = outcome_;
+    leave_locked();
+    return {false, std::move(failure)};
+  }
+  calls_[index] = call;
+  if (arrived_ == calls_.size()) {
+    phase_ = Phase::kRunning;
+    return {true, std::nullopt};
+  }
+  // Look at the missing members after a millisecond, then at doubling
+  // intervals up to a tenth of a second; the leader's finish wakes us.
+  auto interval = std::chrono::milliseconds(1);
+  while (phase_ != Phase::kFinished) {
+    if (phase_ == Phase::kGathering) {
+      const std::vector<int> missing = missing_locked();
+      lock.unlock();
+      std::optional<device::Failure> failure = checks.check(missing, sequence);
+      lock.lock();
+      if (failure && phase_ == Phase::kGathering && sequence_ == sequence) {
+        fail_locked(sequence, *failure);
+        lock.unlock();
+        checks.told(sequence, *failure);
+        lock.lock();
+        break;
+      }
+    }
+    cv_.wait_for(lock, interval, [&] { return phase_ == Phase::kFinished; });
+    interval = std::min<std::chrono::milliseconds>(2 * interval, std::chrono::milliseconds(100));
+  }
+  std::optional<device::Failure> failure = outcome_;
+  leave_locked();
+  return {false, std::move(failure)};
+}
+
+void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure& failure, const Checks& checks) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (open_locked(lock, sequence)) return;  // it failed already
+  ++arrived_;
+  present_[index] = true;
+  if (phase_ == Phase::kFinished) {
+    leave_locked();
+    return;
+  }
+  ORDO_CHECK(phase_ == Phase::kGathering);
+  fail_locked(sequence, failure);
+  leave_locked();
+  lock.unlock();
+  checks.told(sequence, failure);
+}
+
+void LocalMeeting::finish(int64_t sequence, std::optional<device::Failure> failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ORDO_CHECK_EQ(sequence, sequence_);
+  if (failure) {
+    fail_locked(sequence, *failure);
+  } else {
+    phase_ = Phase::kFinished;
+    cv_.notify_all();
+  }
+  leave_locked();
+}
+
+}  // namespace ordo::comm

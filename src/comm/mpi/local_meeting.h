@@ -1,0 +1,87 @@
+// Where the members of a cross-process group that live in this process
+// meet, before one of them (the last to arrive: the leader) runs the
+// collective with the other processes for all of them. The others wait for
+// the leader's outcome; nobody but the leader calls MPI for the group.
+//
+//   Arrival a = meeting.arrive(index, sequence, &call, checks);
+//   if (a.leader) { ... run with meeting.calls() ...; meeting.finish(sequence, failure); }
+//   else if (a.failure) a.failure->raise();
+//
+// Every local member passes through the group's collectives 0, 1, 2, ...
+// in order (its program's order); the meeting holds one at a time and
+// opens the next once every member that arrived has left. A collective
+// that fails before every member arrived fails for the late ones too (the
+// failures of the last few are kept).
+//
+// Locking: mu_ guards everything; the leader reads calls() without it
+// (nobody writes them while it runs). Taken before the MPI lock, never
+// while another meeting's is held.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/mpi/group_plan.h"
+#include "device/device_data.h"
+
+namespace ordo::comm {
+
+class LocalMeeting {
+ public:
+  explicit LocalMeeting(GroupPlan plan);
+
+  const GroupPlan& plan() const { return plan_; }
+
+  struct Arrival {
+    bool leader = false;
+    std::optional<device::Failure> failure;  // for a member that is not the leader
+  };
+  // What a member that waits for the others checks now and then (with no
+  // lock held); missing: the local devices not arrived yet. A failure ends
+  // the collective for every local member, and `told` is called once with
+  // it so that the other processes hear of it.
+  struct Checks {
+    std::function<std::optional<device::Failure>(const std::vector<int>& missing, int64_t sequence)> check;
+    std::function<void(int64_t sequence, const device::Failure& failure)> told;
+  };
+  // Member `index` (its position among the local members) arrives at its
+  // collective #sequence with call.
+  Arrival arrive(size_t index, int64_t sequence, const CollectiveCall* call, const Checks& checks);
+  // Member `index` will not run #sequence: the collective fails with
+  // failure for every local member (and told), without waiting.
+  void abandon(size_t index, int64_t sequence, const device::Failure& failure, const Checks& checks);
+  // The leader's calls, by local member.
+  const std::vector<const CollectiveCall*>& calls() const { return calls_; }
+  // The leader is done: wakes the others with the outcome.
+  void finish(int64_t sequence, std::optional<device::Failure> failure);
+
+ private:
+  enum class Phase { kGathering, kRunning, kFinished };
+
+  // Waits until the meeting holds #sequence (mu_ held).
+  std::optional<device::Failure> open_locked(std::unique_lock<std::mutex>& lock, int64_t sequence);
+  std::vector<int> missing_locked() const;
+  void fail_locked(int64_t sequence, const device::Failure& failure);
+  // A member leaves #sequence (mu_ held): the last one opens the next.
+  void leave_locked();
+
+  const GroupPlan plan_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t sequence_ = 0;  // the collective the meeting holds
+  Phase phase_ = Phase::kGathering;
+  size_t arrived_ = 0, left_ = 0;
+  std::vector<bool> present_;                 // by local member
+  std::vector<const CollectiveCall*> calls_;  // by local member
+  std::optional<device::Failure> outcome_;
+  std::map<int64_t, device::Failure> failed_;  // the last few failed collectives
+};
+
+}  // namespace ordo::comm

@@ -1,0 +1,209 @@
+#include "comm/mpi/mpi_communicator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "comm/deadlines.h"
+#include "comm/describe.h"
+#include "comm/exchange_rules.h"
+#include "comm/mpi/process_mesh.h"
+#include "core/check.h"
+#include "core/interrupt.h"
+
+namespace ordo::comm {
+namespace {
+
+int tag_upper_bound(MPI_Comm comm) {
+  int* value = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+  return found && value != nullptr ? *value : 32767;
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(const MpiWorld& world)
+    : world_(world),
+      link_(world.comm()),
+      local_(world.topology().world_size()),
+      peers_{world_, link_, gone_, interrupted_},
+      exchange_(world_, link_, gone_, interrupted_),
+      mesh_(ProcessMesh::join(world)),
+      routes_(static_cast<size_t>(world.topology().local_devices())) {
+  mesh_.set_handlers({[this](int process, const std::string& reason) {
+                        const int devices = world_.topology().local_devices();
+                        for (int index = 0; index < devices; ++index) hear(process * devices + index, reason, true);
+                      },
+                      [this](const DeviceNews& news) {
+                        switch (news.kind) {
+                          case DeviceNews::Kind::kFailed:
+                            return hear(news.device, news.reason, true);
+                          case DeviceNews::Kind::kAbsent:
+                            return hear(news.device, news.reason, false);
+                          case DeviceNews::Kind::kPresent:
+                            return gone_.clear_absent(news.device);
+                        }
+                      }});
+}
+
+MpiCommunicator::~MpiCommunicator() { mesh_.set_handlers({}); }
+
+void MpiCommunicator::hear(int device, const std::string& reason, bool for_good) {
+  if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
+  if (for_good) {
+    gone_.mark(device, reason);
+  } else {
+    gone_.mark_absent(device, reason, gone_.absence_epoch(device));
+  }
+}
+
+MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, int device) {
+  ReplicaGroups canonical = ir::canonical_partition(groups, world_size());
+  if (canonical.empty()) {
+    canonical.emplace_back(static_cast<size_t>(world_size()));
+    std::iota(canonical[0].begin(), canonical[0].end(), 0);
+  }
+  for (const std::vector<int>& group : canonical) {
+    if (std::find(group.begin(), group.end(), device) == group.end()) continue;
+    const Topology& topology = world_.topology();
+    if (std::all_of(group.begin(), group.end(), [&](int d) { return topology.is_local(d); })) return {};
+    std::lock_guard<std::mutex> lock(meetings_mu_);
+    std::unique_ptr<CrossGroup>& cross = meetings_[group];
+    if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, tag_upper_bound(world_.comm())), peers_);
+    const GroupPlan& plan = cross->meeting.plan();
+    size_t index = 0;
+    while (plan.group[plan.local_ranks[index]] != device) ++index;
+    return {cross.get(), index};
+  }
+  ORDO_UNREACHABLE(": device ", device, " is in no replica group");
+}
+
+MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {
+  const std::optional<int> index = world_.topology().index_of(device);
+  ORDO_CHECK(index.has_value());
+  DeviceRoutes& routes = routes_[static_cast<size_t>(*index)];
+  if (attrs.groups.empty()) {
+    if (!routes.world) routes.world = open_route({}, device);
+    return *routes.world;
+  }
+  for (auto& [groups, route] : routes.partitions) {
+    if (groups == attrs.groups) return route;
+  }
+  routes.partitions.emplace_back(attrs.groups, open_route(attrs.groups, device));
+  return routes.partitions.back().second;
+}
+
+LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const CollectiveCall* call, int device,
+                                                 ir::OpKind op) {
+  auto deadlines = std::make_shared<std::optional<Deadlines>>();
+  const std::vector<int>& members = group.meeting.plan().group;
+  auto check = [this, deadlines, call, device, op, &members](const std::vector<int>& missing,
+                                                              int64_t sequence) -> std::optional<device::Failure> {
+    if (!*deadlines) deadlines->emplace();
+    const std::string where = call != nullptr ? describe_at(*call, sequence, members)
+                                              : str_cat(ir::op_name(op), " #", sequence, " on group ",
+                                                        describe_group(members));
+    std::string absent;
+    for (int d : missing) absent += str_cat(absent.empty() ? "" : ", ", d, " (has not arrived)");
+    if (gone_.any()) {
+      for (int d : missing) {
+        if (std::optional<std::string> reason = gone_.reason(d)) {
+          return gone_failure(where, d, *reason, "before it arrived");
+        }
+      }
+    }
+    if (interrupted_.any()) {
+      if (std::optional<std::string> reason = interrupted_.reason(device)) {
+        return interrupted_failure(where, device, reason, absent);
+      }
+    }
+    if (has_interrupt_check()) poll_interrupt();
+    if (interrupted()) return interrupted_failure(where, device, std::nullopt, absent);
+    if ((*deadlines)->warning_due()) {
+      report_warning(slow_wait_warning(device, (*deadlines)->warn_seconds(), where, absent));
+    }
+    if ((*deadlines)->timed_out()) return timeout_failure(device, (*deadlines)->timeout_seconds(), where, absent);
+    return std::nullopt;
+  };
+  auto told = [&group](int64_t sequence, const device::Failure& failure) {
+    group.leader.tell_failure(sequence, failure);
+  };
+  return {check, told};
+}
+
+void MpiCommunicator::run(const CollectiveCall& call) {
+  Route& route = route_for(call.attrs, call.device);
+  if (route.group == nullptr) return local_.run(call);
+  CrossGroup& group = *route.group;
+  const int64_t sequence = group.next_sequence[route.index]++;
+  const LocalMeeting::Arrival arrival =
+      group.meeting.arrive(route.index, sequence, &call, checks_for(group, &call, call.device, call.op));
+  if (!arrival.leader) {
+    if (arrival.failure) arrival.failure->raise();
+    return;
+  }
+  std::optional<device::Failure> failure = group.leader.lead(sequence);
+  group.meeting.finish(sequence, failure);
+  if (failure) failure->raise();
+}
+
+void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
+                              const std::string& reason) {
+  Route& route = route_for(attrs, device);
+  if (route.group == nullptr) return local_.abandon(op, attrs, device, reason);
+  CrossGroup& group = *route.group;
+  const int64_t sequence = group.next_sequence[route.index]++;
+  group.meeting.abandon(route.index, sequence,
+                        abandoned_failure(device, op, sequence, group.meeting.plan().group, reason),
+                        checks_for(group, nullptr, device, op));
+}
+
+void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {
+  gone_.mark(device, reason);
+  local_.mark_device_failed(device, reason);
+  if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
+}
+
+void MpiCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
+  // Both keep their absence epochs in step: every clear goes to both.
+  const bool current = gone_.absence_epoch(device) == epoch;
+  gone_.mark_absent(device, reason, epoch);
+  local_.mark_device_absent(device, reason, epoch);
+  if (current && world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
+}
+
+void MpiCommunicator::clear_device_absent(int device) {
+  gone_.clear_absent(device);
+  local_.clear_device_absent(device);
+  if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kPresent, device, ""});
+}
+
+uint64_t MpiCommunicator::interrupt(int device, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(interrupt_mu_);
+  const uint64_t id = interrupted_.interrupt(device, reason);
+  ORDO_CHECK_EQ(local_.interrupt(device, reason), id);
+  return id;
+}
+
+void MpiCommunicator::end_interrupt(int device, uint64_t id) {
+  std::lock_guard<std::mutex> lock(interrupt_mu_);
+  interrupted_.end(device, id);
+  local_.end_interrupt(device, id);
+}
+
+std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
+  std::vector<int> participants = exchange_participants(call, world_size());
+  const Topology& topology = world_.topology();
+  ORDO_ARG_CHECK(topology.is_local(call.device), describe_tag(call.tag), ": device ", call.device,
+                 " is driven by another process");
+  if (std::all_of(participants.begin(), participants.end(), [&](int d) { return topology.is_local(d); })) {
+    return local_.exchange(call);
+  }
+  return exchange_.exchange(call, std::move(participants));
+}
+
+std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world) {
+  return std::make_unique<MpiCommunicator>(world);
+}
+
+}  // namespace ordo::comm

@@ -1,0 +1,107 @@
+// The MPI backend: the Communicator of one process of a job started by
+// mpirun. The process drives its own devices (threads); every other
+// device of the world belongs to another process.
+//
+// - A group whose members are all in this process runs in-process (the
+//   same channels as the in-process backend).
+// - A group that spans processes: this process's members meet locally
+//   (local_meeting.h), and the last to arrive runs the collective with
+//   the other processes for all of them (cross_collective.h), moving
+//   bytes with MPI point to point and reducing with the in-process
+//   kernels in the group's rank order, so that a result is bitwise the
+//   same whatever the layout of processes and devices.
+// - The exchange (rendezvous) goes to every participant (mpi_exchange.h).
+// - News of devices (failed, absent, present again) and of processes
+//   that die travel on the process mesh (process_mesh.h), beside MPI,
+//   which reports neither.
+//
+//   const MpiWorld& world = MpiWorld::join(2);
+//   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);
+//
+// Locking: routes_[i] is used only by whoever runs local device i's tasks
+// (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
+// lives as long as the communicator), and is never held while waiting.
+// Order: a meeting's lock, then the exchange's, then the link's (the MPI
+// lock), a leaf; GoneDevices and InterruptedDevices are leaves too.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/gone_devices.h"
+#include "comm/in_process/in_process_communicator.h"
+#include "comm/interrupted_devices.h"
+#include "comm/mpi/cross_collective.h"
+#include "comm/mpi/local_meeting.h"
+#include "comm/mpi/mpi_exchange.h"
+#include "comm/mpi/mpi_link.h"
+#include "comm/mpi/mpi_world.h"
+
+namespace ordo::comm {
+
+class ProcessMesh;
+
+class MpiCommunicator : public Communicator {
+ public:
+  explicit MpiCommunicator(const MpiWorld& world);
+  ~MpiCommunicator() override;
+
+  int world_size() const override { return world_.topology().world_size(); }
+  void run(const CollectiveCall& call) override;
+  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device, const std::string& reason) override;
+  void mark_device_failed(int device, const std::string& reason) override;
+  uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
+  void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
+  void clear_device_absent(int device) override;
+  uint64_t interrupt(int device, const std::string& reason) override;
+  void end_interrupt(int device, uint64_t id) override;
+  std::vector<std::string> exchange(const ExchangeCall& call) override;
+
+ private:
+  // A cross-process group's meeting and its leader's state.
+  struct CrossGroup {
+    CrossGroup(GroupPlan plan, const Peers& peers)
+        : meeting(std::move(plan)), leader(peers, meeting), next_sequence(meeting.plan().local_ranks.size(), 0) {}
+    LocalMeeting meeting;
+    CrossCollective leader;
+    // By local member: its next collective's number in the group, counted
+    // by whoever runs its tasks (whatever partition led it here).
+    std::vector<int64_t> next_sequence;
+  };
+  // How a device reaches its group in one partition: in-process, or the
+  // group's meeting.
+  struct Route {
+    CrossGroup* group = nullptr;  // null: every member is local
+    size_t index = 0;             // the device's position among the local members
+  };
+  struct alignas(64) DeviceRoutes {
+    std::optional<Route> world;
+    std::vector<std::pair<ReplicaGroups, Route>> partitions;
+  };
+
+  Route& route_for(const ir::CollectiveAttrs& attrs, int device);
+  Route open_route(const ReplicaGroups& groups, int device);
+  LocalMeeting::Checks checks_for(CrossGroup& group, const CollectiveCall* call, int device, ir::OpKind op);
+  // News from another process, or of one that died.
+  void hear(int device, const std::string& reason, bool for_good);
+
+  const MpiWorld& world_;
+  MpiLink link_;
+  GoneDevices gone_;
+  InterruptedDevices interrupted_;
+  InProcessCommunicator local_;  // groups within this process
+  Peers peers_;
+  MpiExchange exchange_;
+  ProcessMesh& mesh_;
+  std::mutex meetings_mu_;
+  std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
+  std::vector<DeviceRoutes> routes_;  // by local device index
+  std::mutex interrupt_mu_;           // keeps this and local_'s interrupt ids in step
+};
+
+std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world);
+
+}  // namespace ordo::comm

@@ -1,0 +1,163 @@
+#include "comm/mpi/mpi_link.h"
+
+#include <algorithm>
+#include <climits>
+#include <thread>
+
+#include "comm/mpi/mpi_world.h"
+#include "core/check.h"
+#include "ordo/error.h"
+
+namespace ordo::comm {
+namespace {
+
+// The longest single MPI message: counts are int.
+constexpr size_t kMaxMessageBytes = size_t{1} << 30;
+
+int checked_int(size_t value, const char* what) {
+  ORDO_ARG_CHECK(value <= static_cast<size_t>(INT_MAX), "the MPI backend cannot move ", what, " of ", value,
+                 " bytes in one region (MPI counts in int)");
+  return static_cast<int>(value);
+}
+
+// A region as an MPI datatype of bytes; the caller frees it.
+MPI_Datatype region_type(const Region& region) {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_create_hvector(checked_int(region.count, "a block count"), checked_int(region.block, "a block"),
+                                    static_cast<MPI_Aint>(region.stride), MPI_BYTE, &type),
+            "MPI_Type_create_hvector");
+  check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+  return type;
+}
+
+std::mutex& mpi_lock() {
+  static std::mutex* lock = new std::mutex;  // never destroyed: threads may poll until exit
+  return *lock;
+}
+
+}  // namespace
+
+MpiLink::MpiLink(MPI_Comm comm) : comm_(comm), mu_(mpi_lock()) {}
+
+MpiLink::~MpiLink() {
+  // Sends still owned here go to peers that never took them (they failed):
+  // their buffers stay, as MPI may still read them.
+  std::lock_guard<std::mutex> lock(mu_);
+  reap_owned_locked();
+  if (!owned_.empty()) new std::list<Owned>(std::move(owned_));  // kept until exit, on purpose
+}
+
+void MpiLink::send(const void* data, size_t bytes, int process, int tag, Requests& into) {
+  const auto* at = static_cast<const std::byte*>(data);
+  std::lock_guard<std::mutex> lock(mu_);
+  do {
+    const size_t part = std::min(bytes, kMaxMessageBytes);
+    check_mpi(MPI_Isend(at, static_cast<int>(part), MPI_BYTE, process, tag, comm_, &into.emplace_back()),
+              "MPI_Isend");
+    at += part;
+    bytes -= part;
+  } while (bytes > 0);
+}
+
+void MpiLink::receive(void* data, size_t bytes, int process, int tag, Requests& into) {
+  auto* at = static_cast<std::byte*>(data);
+  std::lock_guard<std::mutex> lock(mu_);
+  do {
+    const size_t part = std::min(bytes, kMaxMessageBytes);
+    check_mpi(MPI_Irecv(at, static_cast<int>(part), MPI_BYTE, process, tag, comm_, &into.emplace_back()),
+              "MPI_Irecv");
+    at += part;
+    bytes -= part;
+  } while (bytes > 0);
+}
+
+void MpiLink::send_region(const std::byte* base, const Region& region, int process, int tag, Requests& into) {
+  if (region.count == 1) return send(base + region.offset, region.block, process, tag, into);
+  MPI_Datatype type = region_type(region);
+  std::lock_guard<std::mutex> lock(mu_);
+  const int rc = MPI_Isend(base + region.offset, 1, type, process, tag, comm_, &into.emplace_back());
+  MPI_Type_free(&type);  // MPI keeps it until the send is done
+  check_mpi(rc, "MPI_Isend");
+}
+
+void MpiLink::receive_region(std::byte* base, const Region& region, int process, int tag, Requests& into) {
+  if (region.count == 1) return receive(base + region.offset, region.block, process, tag, into);
+  MPI_Datatype type = region_type(region);
+  std::lock_guard<std::mutex> lock(mu_);
+  const int rc = MPI_Irecv(base + region.offset, 1, type, process, tag, comm_, &into.emplace_back());
+  MPI_Type_free(&type);
+  check_mpi(rc, "MPI_Irecv");
+}
+
+void MpiLink::send_owned(std::string message, int process, int tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Owned& owned = owned_.emplace_back(Owned{std::move(message), MPI_REQUEST_NULL});
+  check_mpi(MPI_Isend(owned.message.data(), checked_int(owned.message.size(), "a message"), MPI_BYTE, process, tag,
+                      comm_, &owned.request),
+            "MPI_Isend");
+  reap_owned_locked();
+}
+
+void MpiLink::reap_owned_locked() {
+  for (auto it = owned_.begin(); it != owned_.end();) {
+    int done = 0;
+    check_mpi(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    it = done ? owned_.erase(it) : std::next(it);
+  }
+}
+
+bool MpiLink::test(Requests& requests) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!owned_.empty()) reap_owned_locked();
+  if (requests.empty()) {
+    // Nothing of the caller's own: still move everyone else's messages.
+    int flag = 0;
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+    return true;
+  }
+  int done = 0;
+  check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+  if (done) requests.clear();
+  return done != 0;
+}
+
+std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!owned_.empty()) reap_owned_locked();
+  int found = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  check_mpi(MPI_Improbe(process, tag, comm_, &found, &message, &status), "MPI_Improbe");
+  if (!found) return std::nullopt;
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+  std::string bytes(static_cast<size_t>(count), '\0');
+  check_mpi(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+  if (source != nullptr) *source = status.MPI_SOURCE;
+  return bytes;
+}
+
+void MpiLink::abandon(Requests& requests) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (MPI_Request& request : requests) {
+    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request);
+    // Freed, not waited for: MPI finishes or drops it on its own.
+    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  }
+  requests.clear();
+}
+
+void Backoff::pause() {
+  using namespace std::chrono;
+  const auto waited = steady_clock::now() - started_;
+  if (waited < microseconds(50)) return;
+  if (waited < microseconds(300)) {
+    std::this_thread::yield();
+    return;
+  }
+  std::this_thread::sleep_for(sleep_);
+  sleep_ = std::min<microseconds>(2 * sleep_, milliseconds(1));
+}
+
+}  // namespace ordo::comm
