@@ -67,3 +67,16 @@ foreach(processes 1 2 3 4)
       ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} $<TARGET_FILE:mpi_matches_in_process_test>)
   endforeach()
 endforeach()
+
+# Failures across processes: mismatches, a device that never comes, abandons.
+add_executable(mpi_failures_test tests/mpi/mpi_failures_test.cc)
+target_include_directories(mpi_failures_test PRIVATE src tests)
+target_compile_options(mpi_failures_test PRIVATE -Wall -Wextra)
+target_link_libraries(mpi_failures_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+foreach(layout 2x1 2x2 3x1 4x2)
+  string(REPLACE "x" ";" parts ${layout})
+  list(GET parts 0 processes)
+  list(GET parts 1 devices)
+  ordo_add_mpi_test(NAME mpi_failures_${layout}
+    ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} $<TARGET_FILE:mpi_failures_test>)
+endforeach()

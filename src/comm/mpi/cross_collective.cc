@@ -27,14 +27,26 @@ device::Failure failure_of(const Error& error) { return {error.code(), error.wha
 // What a waiting leader checks between two polls.
 class CrossCollective::Watch {
  public:
-  Watch(const CrossCollective& owner, const CollectiveCall& like, int64_t sequence, bool interruptible,
+  // An interruptible wait is one before the data moves: it may be
+  // interrupted, and it asks the missing members' processes what they do.
+  Watch(const CrossCollective& owner, const CollectiveCall& like, const CollectiveAt& at, bool interruptible,
         const char* waiting_for)
-      : owner_(owner), like_(like), sequence_(sequence), interruptible_(interruptible), waiting_for_(waiting_for) {}
+      : owner_(owner), like_(like), at_(at), interruptible_(interruptible), waiting_for_(waiting_for) {}
+  ~Watch() {
+    for (const auto& [device, question] : questions_) owner_.peers_.board.forget(question);
+  }
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
 
   std::optional<device::Failure> check(const std::vector<bool>& heard) {
     if (!deadlines_) deadlines_.emplace();
     const GroupPlan& plan = owner_.plan_;
     const Peers& peers = owner_.peers_;
+    const Clock::time_point now = Clock::now();
+    if (now - started_ > std::chrono::milliseconds(1)) peers.board.pump();
+    if (interruptible_) {
+      if (std::optional<device::Failure> mismatch = elsewhere(heard, now)) return mismatch;
+    }
     if (peers.gone.any()) {
       for (size_t p = 0; p < plan.processes.size(); ++p) {
         if (p == plan.me || heard[p]) continue;
@@ -72,8 +84,36 @@ class CrossCollective::Watch {
   }
 
  private:
+  // A mismatch, if a missing member ran this collective's number on
+  // other replica groups: asked of its process after a tenth of a second
+  // of waiting, and again every second.
+  std::optional<device::Failure> elsewhere(const std::vector<bool>& heard, Clock::time_point now) {
+    const GroupPlan& plan = owner_.plan_;
+    ProgressBoard& board = owner_.peers_.board;
+    if (now - started_ > std::chrono::milliseconds(100) && now >= next_question_) {
+      next_question_ = now + std::chrono::seconds(1);
+      for (const auto& [device, question] : questions_) board.forget(question);
+      questions_.clear();
+      for (size_t p = 0; p < plan.processes.size(); ++p) {
+        if (p == plan.me || heard[p]) continue;
+        for (size_t rank : plan.ranks_of[p]) {
+          questions_.emplace_back(plan.group[rank], board.ask(plan.group[rank], at_.number));
+        }
+      }
+    }
+    for (const auto& [device, question] : questions_) {
+      const std::optional<ProgressBoard::Seen> seen = board.answer(question);
+      if (!seen || seen->state != ProgressBoard::Seen::State::kAt) continue;
+      if ((seen->group == plan.text && seen->sequence == at_.sequence) || seen->partition == at_.partition) continue;
+      return device::Failure{ErrorCode::kCollectiveMismatch,
+                             partition_mismatch_message(at_.number, leader_device(), where(), device,
+                                                        seen->describe(), at_.partition, seen->partition)};
+    }
+    return std::nullopt;
+  }
+
   int leader_device() const { return owner_.plan_.group[owner_.plan_.local_ranks[0]]; }
-  std::string where() const { return describe_at(like_, sequence_, owner_.plan_.group); }
+  std::string where() const { return describe_at(like_, at_.sequence, owner_.plan_.group); }
   std::string missing(const std::vector<bool>& heard) const {
     const GroupPlan& plan = owner_.plan_;
     std::string out;
@@ -89,10 +129,13 @@ class CrossCollective::Watch {
 
   const CrossCollective& owner_;
   const CollectiveCall& like_;
-  const int64_t sequence_;
+  const CollectiveAt& at_;
   const bool interruptible_;
   const char* const waiting_for_;
   std::optional<Deadlines> deadlines_;
+  const Clock::time_point started_ = Clock::now();
+  Clock::time_point next_question_ = started_;
+  std::vector<std::pair<int, uint64_t>> questions_;  // (device, question) asked of its process
   Clock::time_point next_interrupt_poll_ = Clock::now();
 };
 
@@ -144,13 +187,14 @@ std::optional<device::Failure> CrossCollective::retraction(int64_t sequence) {
   return std::nullopt;
 }
 
-std::optional<device::Failure> CrossCollective::receive_headers(int64_t sequence, const CollectiveCall& like,
+std::optional<device::Failure> CrossCollective::receive_headers(const CollectiveAt& at, const CollectiveCall& like,
                                                                 std::vector<std::optional<DecodedMessage>>& headers,
                                                                 std::vector<std::string>& raw) {
   std::vector<bool> heard(plan_.processes.size(), false);
   heard[plan_.me] = true;
   size_t missing = plan_.processes.size() - 1;
-  Watch watch(*this, like, sequence, /*interruptible=*/true, "no word from it");
+  const int64_t sequence = at.sequence;
+  Watch watch(*this, like, at, /*interruptible=*/true, "no word from it");
   Backoff backoff;
   while (missing > 0) {
     for (size_t p = 0; p < plan_.processes.size(); ++p) {
@@ -173,15 +217,18 @@ std::optional<device::Failure> CrossCollective::receive_headers(int64_t sequence
         break;
       }
     }
-    if (missing == 0) break;
+    // A process that gave up after its header went out says so: looked
+    // at once more when every header is in.
     if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
+    if (missing == 0) break;
     if (std::optional<device::Failure> failure = watch.check(heard)) return failure;
     backoff.pause();
   }
   return std::nullopt;
 }
 
-device::Failure CrossCollective::mismatch(int64_t sequence, size_t rank, const CollectiveCall& like) {
+device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, const CollectiveCall& like) {
+  const int64_t sequence = at.sequence;
   const auto& calls = meeting_.calls();
   std::vector<std::string> texts(plan_.group.size());
   std::vector<MemberEntry> entries;
@@ -193,7 +240,7 @@ device::Failure CrossCollective::mismatch(int64_t sequence, size_t rank, const C
                  plan_.header_tag);
   std::vector<bool> heard(plan_.processes.size(), false);
   heard[plan_.me] = true;
-  Watch watch(*this, like, sequence, /*interruptible=*/true, "has not described its call");
+  Watch watch(*this, like, at, /*interruptible=*/true, "has not described its call");
   Backoff backoff;
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
     const int process = plan_.processes[p];
@@ -215,7 +262,8 @@ device::Failure CrossCollective::mismatch(int64_t sequence, size_t rank, const C
           mismatch_message(sequence, plan_.group, who(plan_.group[0]), texts[0], who(plan_.group[rank]), texts[rank])};
 }
 
-std::optional<device::Failure> CrossCollective::lead(int64_t sequence) {
+std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
+  const int64_t sequence = at.sequence;
   try {
     if (broken_) return device::Failure{ErrorCode::kCollective, *broken_};
     const auto& calls = meeting_.calls();
@@ -236,7 +284,7 @@ std::optional<device::Failure> CrossCollective::lead(int64_t sequence) {
 
     std::vector<std::optional<DecodedMessage>> headers(plan_.processes.size());
     std::vector<std::string> raw(plan_.processes.size());
-    if (std::optional<device::Failure> failure = receive_headers(sequence, like, headers, raw)) {
+    if (std::optional<device::Failure> failure = receive_headers(at, like, headers, raw)) {
       retract(sequence, *failure);
       return failure;
     }
@@ -265,7 +313,7 @@ std::optional<device::Failure> CrossCollective::lead(int64_t sequence) {
     }
     for (size_t rank = 1; rank < words.size(); ++rank) {
       if (!std::equal(words[rank].begin(), words[rank].end(), words[0].begin(), words[0].end())) {
-        return mismatch(sequence, rank, like);
+        return mismatch(at, rank, like);
       }
     }
     if (eager) {
@@ -278,7 +326,7 @@ std::optional<device::Failure> CrossCollective::lead(int64_t sequence) {
       for (const CollectiveCall* call : calls) all_reduce_staged(*call, staged);
       return std::nullopt;
     }
-    Watch watch(*this, like, sequence, /*interruptible=*/false, "its data has not come");
+    Watch watch(*this, like, at, /*interruptible=*/false, "its data has not come");
     std::vector<bool> none(plan_.processes.size(), false);
     Transfers transfers(peers_.link, plan_, [&](Requests& requests) -> std::optional<device::Failure> {
       Backoff backoff;

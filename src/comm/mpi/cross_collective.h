@@ -19,7 +19,8 @@
 // anything) is dropped. While it waits the leader fails the collective
 // when a member of another process is gone (its process died, or it
 // failed: news from the process mesh), when a local member is
-// interrupted, or past the timeout, after the warning. A process that
+// interrupted, when one runs this collective's number on other replica
+// groups (progress_board.h), or past the timeout, after the warning. A process that
 // fails after its header went out sends a retraction, so that peers that
 // took its header stop waiting for its data.
 //
@@ -41,6 +42,7 @@
 #include "comm/mpi/message_header.h"
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
+#include "comm/mpi/progress_board.h"
 
 namespace ordo::comm {
 
@@ -50,14 +52,23 @@ struct Peers {
   MpiLink& link;
   const GoneDevices& gone;
   const InterruptedDevices& interrupted;
+  ProgressBoard& board;
+};
+
+// Which collective a leader runs: the group's #sequence, the leader's
+// device's #number, on the partition (replica groups) its call named.
+struct CollectiveAt {
+  int64_t sequence;
+  int64_t number;
+  const std::string& partition;
 };
 
 class CrossCollective {
  public:
   CrossCollective(const Peers& peers, LocalMeeting& meeting);
 
-  // Collective #sequence for every local member (meeting.calls()).
-  std::optional<device::Failure> lead(int64_t sequence);
+  // The collective for every local member (meeting.calls()).
+  std::optional<device::Failure> lead(const CollectiveAt& at);
   // #sequence failed here before a leader ran it: the other processes
   // of the group fail it too.
   void tell_failure(int64_t sequence, const device::Failure& failure);
@@ -67,11 +78,11 @@ class CrossCollective {
 
  private:
   // The headers of every other process (by position), or a failure.
-  std::optional<device::Failure> receive_headers(int64_t sequence, const CollectiveCall& like,
+  std::optional<device::Failure> receive_headers(const CollectiveAt& at, const CollectiveCall& like,
                                                  std::vector<std::optional<DecodedMessage>>& headers,
                                                  std::vector<std::string>& raw);
   // After a mismatch: the descriptions of every member, by rank.
-  device::Failure mismatch(int64_t sequence, size_t rank, const CollectiveCall& like);
+  device::Failure mismatch(const CollectiveAt& at, size_t rank, const CollectiveCall& like);
   // A retraction of #sequence from any process of the group, if one came.
   std::optional<device::Failure> retraction(int64_t sequence);
   void send_to_others(const std::string& message, int tag);

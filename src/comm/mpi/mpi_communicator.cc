@@ -26,8 +26,9 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
     : world_(world),
       link_(world.comm()),
       local_(world.topology().world_size()),
-      peers_{world_, link_, gone_, interrupted_},
-      exchange_(world_, link_, gone_, interrupted_),
+      board_(world_, link_),
+      peers_{world_, link_, gone_, interrupted_, board_},
+      exchange_(world_, link_, gone_, interrupted_, board_),
       mesh_(ProcessMesh::join(world)),
       routes_(static_cast<size_t>(world.topology().local_devices())) {
   mesh_.set_handlers({[this](int process, const std::string& reason) {
@@ -66,16 +67,26 @@ MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, 
   for (const std::vector<int>& group : canonical) {
     if (std::find(group.begin(), group.end(), device) == group.end()) continue;
     const Topology& topology = world_.topology();
-    if (std::all_of(group.begin(), group.end(), [&](int d) { return topology.is_local(d); })) return {};
     std::lock_guard<std::mutex> lock(meetings_mu_);
+    const std::string* partition = keep_locked(describe_groups(canonical));
+    const std::string* group_text = keep_locked(describe_group(group));
+    if (std::all_of(group.begin(), group.end(), [&](int d) { return topology.is_local(d); })) {
+      return {nullptr, 0, partition, group_text};
+    }
     std::unique_ptr<CrossGroup>& cross = meetings_[group];
     if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, tag_upper_bound(world_.comm())), peers_);
     const GroupPlan& plan = cross->meeting.plan();
     size_t index = 0;
     while (plan.group[plan.local_ranks[index]] != device) ++index;
-    return {cross.get(), index};
+    return {cross.get(), index, partition, group_text};
   }
   ORDO_UNREACHABLE(": device ", device, " is in no replica group");
+}
+
+const std::string* MpiCommunicator::keep_locked(std::string text) {
+  std::unique_ptr<std::string>& kept = texts_[text];
+  if (!kept) kept = std::make_unique<std::string>(std::move(text));
+  return kept.get();
 }
 
 MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {
@@ -94,17 +105,28 @@ MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& at
 }
 
 LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const CollectiveCall* call, int device,
-                                                 ir::OpKind op) {
+                                                 ir::OpKind op, int64_t number, const std::string& partition) {
   auto deadlines = std::make_shared<std::optional<Deadlines>>();
   const std::vector<int>& members = group.meeting.plan().group;
-  auto check = [this, deadlines, call, device, op, &members](const std::vector<int>& missing,
-                                                              int64_t sequence) -> std::optional<device::Failure> {
+  auto check = [this, deadlines, call, device, op, number, &partition, &members](
+                   const std::vector<int>& missing, int64_t sequence) -> std::optional<device::Failure> {
     if (!*deadlines) deadlines->emplace();
     const std::string where = call != nullptr ? describe_at(*call, sequence, members)
                                               : str_cat(ir::op_name(op), " #", sequence, " on group ",
                                                         describe_group(members));
     std::string absent;
-    for (int d : missing) absent += str_cat(absent.empty() ? "" : ", ", d, " (has not arrived)");
+    for (int d : missing) {
+      absent += str_cat(absent.empty() ? "" : ", ", d, " (", world_.describe_process(world_.topology().process()),
+                        ": has not arrived)");
+    }
+    // A local member that ran this collective's number elsewhere never comes.
+    for (int d : missing) {
+      const ProgressBoard::Seen seen = board_.seen(d, number);
+      if (seen.state != ProgressBoard::Seen::State::kAt || seen.partition == partition) continue;
+      return device::Failure{ErrorCode::kCollectiveMismatch,
+                             partition_mismatch_message(number, device, where, d, seen.describe(), partition,
+                                                        seen.partition)};
+    }
     if (gone_.any()) {
       for (int d : missing) {
         if (std::optional<std::string> reason = gone_.reason(d)) {
@@ -112,6 +134,7 @@ LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const Collec
         }
       }
     }
+    board_.pump();
     if (interrupted_.any()) {
       if (std::optional<std::string> reason = interrupted_.reason(device)) {
         return interrupted_failure(where, device, reason, absent);
@@ -133,16 +156,20 @@ LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const Collec
 
 void MpiCommunicator::run(const CollectiveCall& call) {
   Route& route = route_for(call.attrs, call.device);
-  if (route.group == nullptr) return local_.run(call);
+  if (route.group == nullptr) {
+    board_.start(call.device, {call.op, route.partition, route.group_text, -1});
+    return local_.run(call);
+  }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
-  const LocalMeeting::Arrival arrival =
-      group.meeting.arrive(route.index, sequence, &call, checks_for(group, &call, call.device, call.op));
+  const int64_t number = board_.start(call.device, {call.op, route.partition, route.group_text, sequence});
+  const LocalMeeting::Arrival arrival = group.meeting.arrive(
+      route.index, sequence, &call, checks_for(group, &call, call.device, call.op, number, *route.partition));
   if (!arrival.leader) {
     if (arrival.failure) arrival.failure->raise();
     return;
   }
-  std::optional<device::Failure> failure = group.leader.lead(sequence);
+  std::optional<device::Failure> failure = group.leader.lead({sequence, number, *route.partition});
   group.meeting.finish(sequence, failure);
   if (failure) failure->raise();
 }
@@ -150,12 +177,16 @@ void MpiCommunicator::run(const CollectiveCall& call) {
 void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
                               const std::string& reason) {
   Route& route = route_for(attrs, device);
-  if (route.group == nullptr) return local_.abandon(op, attrs, device, reason);
+  if (route.group == nullptr) {
+    board_.start(device, {op, route.partition, route.group_text, -1});
+    return local_.abandon(op, attrs, device, reason);
+  }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
+  const int64_t number = board_.start(device, {op, route.partition, route.group_text, sequence});
   group.meeting.abandon(route.index, sequence,
                         abandoned_failure(device, op, sequence, group.meeting.plan().group, reason),
-                        checks_for(group, nullptr, device, op));
+                        checks_for(group, nullptr, device, op, number, *route.partition));
 }
 
 void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {

@@ -18,6 +18,10 @@
 //   const MpiWorld& world = MpiWorld::join(2);
 //   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);
 //
+// Each device's progress (progress_board.h) is recorded at every
+// collective, so that a leader waiting for another process can ask what
+// the missing devices do.
+//
 // Locking: routes_[i] is used only by whoever runs local device i's tasks
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
@@ -39,6 +43,7 @@
 #include "comm/mpi/mpi_exchange.h"
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
+#include "comm/mpi/progress_board.h"
 
 namespace ordo::comm {
 
@@ -76,6 +81,8 @@ class MpiCommunicator : public Communicator {
   struct Route {
     CrossGroup* group = nullptr;  // null: every member is local
     size_t index = 0;             // the device's position among the local members
+    const std::string* partition = nullptr;  // "[[0, 1], [2, 3]]"
+    const std::string* group_text = nullptr; // "[0, 1]"
   };
   struct alignas(64) DeviceRoutes {
     std::optional<Route> world;
@@ -84,7 +91,10 @@ class MpiCommunicator : public Communicator {
 
   Route& route_for(const ir::CollectiveAttrs& attrs, int device);
   Route open_route(const ReplicaGroups& groups, int device);
-  LocalMeeting::Checks checks_for(CrossGroup& group, const CollectiveCall* call, int device, ir::OpKind op);
+  LocalMeeting::Checks checks_for(CrossGroup& group, const CollectiveCall* call, int device, ir::OpKind op,
+                                  int64_t number, const std::string& partition);
+  // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
+  const std::string* keep_locked(std::string text);
   // News from another process, or of one that died.
   void hear(int device, const std::string& reason, bool for_good);
 
@@ -93,11 +103,13 @@ class MpiCommunicator : public Communicator {
   GoneDevices gone_;
   InterruptedDevices interrupted_;
   InProcessCommunicator local_;  // groups within this process
+  ProgressBoard board_;
   Peers peers_;
   MpiExchange exchange_;
   ProcessMesh& mesh_;
   std::mutex meetings_mu_;
   std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
+  std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
   std::mutex interrupt_mu_;           // keeps this and local_'s interrupt ids in step
 };

@@ -55,11 +55,12 @@ class Reader {
 }  // namespace
 
 MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices& gone,
-                         const InterruptedDevices& interrupted)
+                         const InterruptedDevices& interrupted, ProgressBoard& board)
     : world_(world),
       link_(link),
       gone_(gone),
       interrupted_(interrupted),
+      board_(board),
       inboxes_(static_cast<size_t>(world.topology().local_devices())),
       waiting_(inboxes_.size(), false) {}
 
@@ -245,6 +246,7 @@ std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::ve
       return give_up(exchange_timeout(me, deadlines.timeout_seconds(), call.tag, missing()));
     }
     if (has_interrupt_check()) poll_interrupt();
+    board_.pump();
     backoff.pause();
   }
   return payloads;

@@ -34,6 +34,7 @@
 #include "comm/interrupted_devices.h"
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
+#include "comm/mpi/progress_board.h"
 
 namespace ordo::comm {
 
@@ -41,7 +42,8 @@ inline constexpr int kExchangeTag = 1;
 
 class MpiExchange {
  public:
-  MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices& gone, const InterruptedDevices& interrupted);
+  MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices& gone, const InterruptedDevices& interrupted,
+              ProgressBoard& board);
 
   // call.device is this process's; the participants span processes.
   std::vector<std::string> exchange(const ExchangeCall& call, std::vector<int> participants);
@@ -69,6 +71,7 @@ class MpiExchange {
   MpiLink& link_;
   const GoneDevices& gone_;
   const InterruptedDevices& interrupted_;
+  ProgressBoard& board_;  // answered while waiting
   std::mutex mu_;
   std::vector<std::deque<Note>> inboxes_;       // by local device index
   std::vector<bool> waiting_;                   // by local device index

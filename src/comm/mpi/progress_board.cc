@@ -1,0 +1,149 @@
+#include "comm/mpi/progress_board.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "ordo/error.h"
+
+namespace ordo::comm {
+namespace {
+
+constexpr uint64_t kQuestionMagic = 0x6f726471;  // "ordq"
+constexpr uint64_t kAnswerMagic = 0x6f726461;    // "orda"
+
+void put(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+void put(std::string& out, const std::string& s) {
+  put(out, s.size());
+  out += s;
+}
+
+// Reads what put wrote; a short message is a CollectiveError naming its sender.
+struct Reader {
+  const std::string& bytes;
+  std::string from;
+  size_t at = 0;
+  uint64_t u64() {
+    need(8);
+    uint64_t v = 0;
+    std::memcpy(&v, bytes.data() + at, 8);
+    at += 8;
+    return v;
+  }
+  std::string text() {
+    const uint64_t n = u64();
+    need(n);
+    std::string s = bytes.substr(at, n);
+    at += n;
+    return s;
+  }
+  void need(uint64_t n) const {
+    if (n > bytes.size() - at) {
+      throw_error<CollectiveError>("a message from ", from, " is not one of ordo's progress questions (",
+                                   bytes.size(), " bytes)");
+    }
+  }
+};
+
+}  // namespace
+
+std::string ProgressBoard::Seen::describe() const {
+  if (sequence < 0) return str_cat(ir::op_name(op), " on group ", group);
+  return str_cat(ir::op_name(op), " #", sequence, " on group ", group);
+}
+
+ProgressBoard::ProgressBoard(const MpiWorld& world, MpiLink& link)
+    : world_(world), link_(link), records_(static_cast<size_t>(world.topology().local_devices())) {}
+
+int64_t ProgressBoard::start(int device, const Note& note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Record& record = records_[static_cast<size_t>(*world_.topology().index_of(device))];
+  record.notes[static_cast<size_t>(record.started % kHistory)] = note;
+  return record.started++;
+}
+
+ProgressBoard::Seen ProgressBoard::seen(int device, int64_t number) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Record& record = records_[static_cast<size_t>(*world_.topology().index_of(device))];
+  Seen seen;
+  seen.started = record.started;
+  if (number >= record.started) return seen;
+  if (record.started - number > kHistory) {
+    seen.state = Seen::State::kForgotten;
+    return seen;
+  }
+  const Note& note = record.notes[static_cast<size_t>(number % kHistory)];
+  seen.state = Seen::State::kAt;
+  seen.op = note.op;
+  seen.partition = *note.partition;
+  seen.group = *note.group;
+  seen.sequence = note.sequence;
+  return seen;
+}
+
+uint64_t ProgressBoard::ask(int device, int64_t number) {
+  uint64_t question = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    question = ++last_question_;
+    answers_.emplace(question, std::nullopt);
+  }
+  std::string bytes;
+  put(bytes, kQuestionMagic);
+  put(bytes, question);
+  put(bytes, static_cast<uint64_t>(device));
+  put(bytes, static_cast<uint64_t>(number));
+  link_.send_owned(std::move(bytes), world_.topology().place(device).process, kQuestionTag);
+  return question;
+}
+
+std::optional<ProgressBoard::Seen> ProgressBoard::answer(uint64_t question) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = answers_.find(question);
+  if (it == answers_.end() || !it->second) return std::nullopt;
+  return *it->second;
+}
+
+void ProgressBoard::forget(uint64_t question) {
+  std::lock_guard<std::mutex> lock(mu_);
+  answers_.erase(question);
+}
+
+void ProgressBoard::pump() {
+  int source = 0;
+  while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kQuestionTag, &source)) {
+    Reader in{*bytes, world_.describe_process(source)};
+    if (in.u64() != kQuestionMagic) in.need(bytes->size() + 1);  // not a question: fails
+    const uint64_t question = in.u64();
+    const auto device = static_cast<int>(in.u64());
+    const auto number = static_cast<int64_t>(in.u64());
+    if (!world_.topology().is_local(device)) continue;
+    const Seen s = seen(device, number);
+    std::string answer;
+    put(answer, kAnswerMagic);
+    put(answer, question);
+    put(answer, static_cast<uint64_t>(s.state));
+    put(answer, static_cast<uint64_t>(s.started));
+    put(answer, static_cast<uint64_t>(s.op));
+    put(answer, s.partition);
+    put(answer, s.group);
+    put(answer, static_cast<uint64_t>(s.sequence));
+    link_.send_owned(std::move(answer), source, kAnswerTag);
+  }
+  while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kAnswerTag, &source)) {
+    Reader in{*bytes, world_.describe_process(source)};
+    if (in.u64() != kAnswerMagic) in.need(bytes->size() + 1);
+    const uint64_t question = in.u64();
+    Seen s;
+    s.state = static_cast<Seen::State>(in.u64());
+    s.started = static_cast<int64_t>(in.u64());
+    s.op = static_cast<ir::OpKind>(in.u64());
+    s.partition = in.text();
+    s.group = in.text();
+    s.sequence = static_cast<int64_t>(in.u64());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = answers_.find(question);
+    if (it != answers_.end()) it->second = std::move(s);  // else: its asker gave up waiting
+  }
+}
+
+}  // namespace ordo::comm
