@@ -13,11 +13,13 @@
 // that fails before every member arrived fails for the late ones too (the
 // failures of the last few are kept).
 //
-// Locking: mu_ guards everything; the leader reads calls() without it
-// (nobody writes them while it runs). Taken before the MPI lock, never
+// Locking: mu_ guards everything but finished_ (an atomic copy of the
+// last collective finished, for waiters that spin); the leader reads
+// calls() without it (nobody writes them while it runs). Taken before the MPI lock, never
 // while another meeting's is held.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -82,6 +84,8 @@ class LocalMeeting {
   std::vector<const CollectiveCall*> calls_;  // by local member
   std::optional<device::Failure> outcome_;
   std::map<int64_t, device::Failure> failed_;  // the last few failed collectives
+  // The last collective finished, for waiters that spin without mu_.
+  std::atomic<int64_t> finished_{-1};
 };
 
 }  // namespace ordo::comm
