@@ -55,3 +55,29 @@ ordo_add_mpi_test(NAME mpi_world_disagreeing_devices
 ordo_add_mpi_test(NAME mpi_world_no_finalize_after_peer_failure
   ARGS -np 2 -x ORDO_TEST_PEER_FAILURE=1 -x ORDO_NUM_DEVICES=1 ${world_test} --gtest_filter=MpiWorldPeerFailure.*
   PASS_REGULAR_EXPRESSION "exits without MPI_Finalize \\(it would wait for a failed peer\\): test: every peer is taken for failed[^\n]*\n(.|\n)*exiting improperly")
+
+# Bitwise the same for every layout of 8 devices (1 x 8 in-process, 2 x 4,
+# 4 x 2, 8 x 1): the script runs mpirun itself, each run with its bound.
+add_executable(bitwise_layout tests/mpi/bitwise_layout.cc)
+target_compile_options(bitwise_layout PRIVATE -Wall -Wextra)
+target_link_libraries(bitwise_layout PRIVATE ordo)
+add_test(NAME mpi_bitwise_layouts COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/bitwise_layouts.sh
+  $<TARGET_FILE:bitwise_layout>)
+set_tests_properties(mpi_bitwise_layouts PROPERTIES TIMEOUT 300 LABELS mpi)
+
+# torch_xla's semantics across processes (tests/mpi/python/semantics.py):
+# 2 x 2 and 4 x 1 under mpirun; 1 x 4 in-process, and mpirun with one
+# process (which stays in-process), as controls.
+if(ORDO_BUILD_PYTHON)
+  set(semantics ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/semantics.py)
+  foreach(layout 2x2 4x1 1x4)
+    string(REPLACE "x" ";" layout_words ${layout})
+    list(GET layout_words 0 processes)
+    list(GET layout_words 1 devices)
+    ordo_add_mpi_test(NAME mpi_python_semantics_${layout}
+      ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${Python3_EXECUTABLE} ${semantics})
+  endforeach()
+  add_test(NAME python_semantics_in_process_1x4 COMMAND ${Python3_EXECUTABLE} ${semantics})
+  set_tests_properties(python_semantics_in_process_1x4 PROPERTIES ENVIRONMENT ORDO_NUM_DEVICES=4 TIMEOUT 120
+    LABELS mpi)
+endif()
