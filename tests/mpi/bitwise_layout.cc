@@ -1,12 +1,11 @@
 // A fixed computation on a world of 8 devices, whatever the layout
 // (processes x devices), that prints a hash of every result of every
-// device: tests/mpi/bitwise_layouts.sh requires the same lines from 1 x 8,
-// 2 x 4, 4 x 2 and 8 x 1. The float32 inputs mix magnitudes (1e8, 1, -1e8,
+// device, in ordinal order, from the process of ordinal 0 (the lines
+// travel there by rendezvous): tests/mpi/same_across_layouts.sh requires
+// the same lines from 1 x 8, 2 x 4, 4 x 2 and 8 x 1. The float32 inputs mix magnitudes (1e8, 1, -1e8,
 // ...), so a reduction that ran in any order other than the global ranks'
 // would round differently; the groups list their members out of ordinal
 // order, where a group's rank order is its list's.
-//
-//   bitwise_layout <file>   # each process writes its devices' lines to <file>.<process>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -38,7 +37,7 @@ std::vector<float> input_of(int ordinal) {
   return values;
 }
 
-std::vector<std::string> run(int ordinal) {
+std::string run(int ordinal) {
   const ordo::ReplicaGroups odd_first = {{5, 1, 7, 3}, {2, 6, 0, 4}};
   const ordo::ReplicaGroups pairs = {{6, 1}, {0, 7}, {3, 4}, {2, 5}};
   const ordo::Tensor x = ordo::from_vector<float>(input_of(ordinal), {kElements});
@@ -56,42 +55,32 @@ std::vector<std::string> run(int ordinal) {
       {"all_gather of a sum", ordo::all_gather(ordo::all_reduce(ordo::ReduceType::kSum, x, 1.0, pairs))},
   };
   ordo::mark_step();
-  std::vector<std::string> lines;
+  std::string lines;
   for (const auto& [name, tensor] : results) {
     char line[160];
     std::snprintf(line, sizeof(line), "ordinal %d: %-30s %016llx\n", ordinal, name.c_str(),
                   static_cast<unsigned long long>(fnv1a(tensor.to_vector<float>())));
-    lines.emplace_back(line);
+    lines += line;
   }
   return lines;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <file>: each process writes its devices' lines to <file>.<process>\n", argv[0]);
-    return 2;
-  }
+int main() {
   try {
     if (ordo::world_size() != kWorld) {
       std::fprintf(stderr, "bitwise_layout: needs a world of %d devices, this one has %d\n", kWorld,
                    ordo::world_size());
       return 2;
     }
-    std::vector<std::vector<std::string>> lines(static_cast<size_t>(ordo::num_devices()));
-    const int first = ordo::get_ordinal(0);
-    ordo::spawn([&](int ordinal) { lines[static_cast<size_t>(ordinal - first)] = run(ordinal); });
-    const std::string path = std::string(argv[1]) + "." + std::to_string(first / ordo::num_devices());
-    FILE* out = std::fopen(path.c_str(), "w");
-    if (out == nullptr) {
-      std::perror(path.c_str());
-      return 2;
-    }
-    for (const auto& device_lines : lines) {
-      for (const std::string& line : device_lines) std::fputs(line.c_str(), out);
-    }
-    std::fclose(out);
+    std::string every_device;  // on ordinal 0, in ordinal order
+    ordo::spawn([&](int ordinal) {
+      const std::vector<std::string> lines = ordo::rendezvous("hashes", run(ordinal));
+      if (ordinal != 0) return;
+      for (const std::string& device_lines : lines) every_device += device_lines;
+    });
+    std::fputs(every_device.c_str(), stdout);
     ordo::shutdown();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bitwise_layout: %s\n", e.what());

@@ -70,17 +70,20 @@ ordo_add_mpi_test(NAME mpi_world_no_finalize_after_peer_failure
   ARGS -np 2 -x ORDO_TEST_PEER_FAILURE=1 -x ORDO_NUM_DEVICES=1 ${world_test} --gtest_filter=MpiWorldPeerFailure.*
   PASS_REGULAR_EXPRESSION "exits without MPI_Finalize \\(it would wait for a failed peer\\): test: every peer is taken for failed[^\n]*\n(.|\n)*exiting improperly")
 
-# Bitwise the same for every layout of 8 devices (1 x 8 in-process, 2 x 4,
-# 4 x 2, 8 x 1): the script runs mpirun itself, each run with its bound.
+# The same lines on every layout of one world (same_across_layouts.sh runs
+# mpirun itself, each run with its bound): the bitwise-layout property
+# (bitwise_layout.cc: 1 x 8 in-process, 2 x 4, 4 x 2, 8 x 1, on one host
+# and on two, where 4 x 2 is 2 hosts x 2 processes x 2 devices), and the
+# demo's per-device lines (1 x 4, 2 x 2, 4 x 1).
 add_executable(bitwise_layout tests/mpi/bitwise_layout.cc)
 target_compile_options(bitwise_layout PRIVATE -Wall -Wextra)
 target_link_libraries(bitwise_layout PRIVATE ordo)
-set(bitwise_layouts ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/bitwise_layouts.sh)
-add_test(NAME mpi_bitwise_layouts COMMAND ${bitwise_layouts} $<TARGET_FILE:bitwise_layout>)
-set_tests_properties(mpi_bitwise_layouts PROPERTIES TIMEOUT 300 LABELS mpi)
-# The same on two hosts (2 x 4 is 2 hosts x 1 process x 4 devices, 4 x 2 is
-# 2 hosts x 2 processes x 2 devices, 8 x 1 ...).
-add_test(NAME two_hosts_bitwise_layouts COMMAND ${bitwise_layouts} $<TARGET_FILE:bitwise_layout> ${ORDO_TWO_HOSTS})
+set(same_across_layouts ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/same_across_layouts.sh)
+add_test(NAME mpi_bitwise_layouts COMMAND ${same_across_layouts} 8 "^ordinal" $<TARGET_FILE:bitwise_layout>)
+add_test(NAME two_hosts_bitwise_layouts
+  COMMAND ${same_across_layouts} --two-hosts 8 "^ordinal" $<TARGET_FILE:bitwise_layout>)
+add_test(NAME mpi_demo_layouts COMMAND ${same_across_layouts} 4 "^  device|matched" $<TARGET_FILE:ordo_demo>)
+set_tests_properties(mpi_bitwise_layouts mpi_demo_layouts PROPERTIES TIMEOUT 300 LABELS mpi)
 set_tests_properties(two_hosts_bitwise_layouts PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK two_hosts
   LABELS "mpi;two_hosts")
 
