@@ -1,7 +1,12 @@
 // Which backend serves a process: ORDO_BACKEND, else by mpirun.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <string>
 
 #include "comm/backend.h"
@@ -52,6 +57,40 @@ TEST(BackendTest, MpirunWithSeveralProcessesUsesMpi) {
   EXPECT_EQ(choose_backend("mpi", nullptr), Backend::kMpi);
   EXPECT_EQ(choose_backend("mpi", "1"), Backend::kMpi);
   EXPECT_STREQ(backend_name(Backend::kMpi), "mpi");
+}
+
+// A child forked from a process of the job has copies of its MPI state but
+// is no process of it: asking for MPI there is an error, before MPI is
+// touched, and the child can still start in-process.
+TEST(BackendTest, MpiInAForkedChildIsRefused) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 0;
+    setenv("ORDO_BACKEND", "mpi", 1);
+    try {
+      ordo::init(1);
+      code = 1;
+    } catch (const InvalidArgument& e) {
+      if (std::string(e.what()).find("was forked from pid " + std::to_string(getppid())) == std::string::npos) code = 2;
+    }
+    setenv("ORDO_BACKEND", "in_process", 1);
+    ordo::init(1);
+    if (ordo::world_size() != 1) code = 3;
+    ordo::shutdown();
+    _exit(code);
+  }
+  int status = -1;
+  for (int i = 0; i < 300 && waitpid(child, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (waitpid(child, &status, WNOHANG) == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the forked child did not end within 30 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: MPI started, 2: another message, 3: no in-process runtime";
 }
 #else
 // Never in-process by itself under mpirun: each process would be its own
