@@ -57,6 +57,26 @@ endforeach()
 ordo_add_mpi_test(NAME two_hosts_mpi_world_2x2x2 TWO_HOSTS
   ARGS -np 4 -x ORDO_NUM_DEVICES=2 ${world_test} --gtest_filter=MpiWorld.*)
 
+# The runtime on the job: ordinals, spawn, restarts (2 x 2, 3 x 1), and a
+# start refused when the processes disagree on their devices.
+add_executable(mpi_runtime_test tests/mpi/mpi_runtime_test.cc)
+target_include_directories(mpi_runtime_test PRIVATE src tests)
+target_compile_options(mpi_runtime_test PRIVATE -Wall -Wextra)
+target_link_libraries(mpi_runtime_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+set(runtime_test $<TARGET_FILE:mpi_runtime_test>)
+foreach(layout 2x2 3x1)
+  string(REPLACE "x" ";" layout_words ${layout})
+  list(GET layout_words 0 processes)
+  list(GET layout_words 1 devices)
+  ordo_add_mpi_test(NAME mpi_runtime_${layout}
+    ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${runtime_test} --gtest_filter=MpiRuntime.*)
+endforeach()
+ordo_add_mpi_test(NAME mpi_runtime_disagreeing_devices
+  ARGS -np 1 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_DISAGREEING=1 ${runtime_test}
+             --gtest_filter=MpiRuntimeDisagreeing.* :
+       -np 1 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_DISAGREEING=1 ${runtime_test}
+             --gtest_filter=MpiRuntimeDisagreeing.*)
+
 # Three processes with 1, 2 and 2 devices (mpirun's MPMD form): each one
 # gets the error, and the job ends.
 ordo_add_mpi_test(NAME mpi_world_disagreeing_devices
