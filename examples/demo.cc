@@ -1,12 +1,18 @@
-// The main job: an SPMD program on 4 in-process devices (a thread each).
+// The main job: an SPMD program on a world of 4 devices: 4 in-process
+// devices (a thread each), or processes under mpirun that together drive 4
+// (scripts/mpirun.sh -np 2 -x ORDO_NUM_DEVICES=2 build/ordo_demo), with the
+// same per-device results.
 //  1. Data-parallel training: every device fits a linear model on its own
 //     shard; gradients are averaged with all_reduce every step, so all
 //     devices hold the same weights.
 //  2. Every collective once, printing per device what it got, what was
 //     expected, and whether they match.
-// Exits non-zero if anything does not match.
+// Every device's lines travel to the process of ordinal 0 (rendezvous),
+// which prints them in ordinal order. Exits non-zero if anything does not
+// match.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -23,7 +29,10 @@ constexpr int64_t kFeatures = 4;
 
 std::mutex g_mu;
 bool g_all_matched = true;                      // guarded by g_mu
-std::vector<std::vector<std::string>> g_lines;  // per device, guarded by g_mu
+std::vector<std::vector<std::string>> g_lines;  // per device, this process's; guarded by g_mu
+// Every device's lines, in ordinal order, on the process of ordinal 0;
+// written by ordinal 0's thread, read after the spawn.
+std::vector<std::string> g_printed;
 
 std::string show(const std::vector<float>& v) {
   std::ostringstream out;
@@ -31,6 +40,28 @@ std::string show(const std::vector<float>& v) {
   for (size_t i = 0; i < v.size(); ++i) out << (i ? " " : "") << v[i];
   out << ']';
   return out.str();
+}
+
+// Device d's lines to every device, each with whether they all matched.
+void share_lines(int d) {
+  std::string mine;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    mine = g_all_matched ? "1" : "0";
+    for (const std::string& line : g_lines[d]) mine += line + "\n";
+  }
+  const std::vector<std::string> every = ordo::rendezvous("tour lines", mine);
+  std::vector<std::string> lines;
+  bool all_matched = true;
+  for (const std::string& device_lines : every) {
+    all_matched = all_matched && device_lines[0] == '1';
+    for (size_t start = 1, end; (end = device_lines.find('\n', start)) != std::string::npos; start = end + 1) {
+      lines.push_back(device_lines.substr(start, end - start));
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_all_matched = g_all_matched && all_matched;
+  if (d == 0) g_printed = std::move(lines);
 }
 
 void report(int device, const char* what, const std::vector<float>& got, const std::vector<float>& expected) {
@@ -59,6 +90,38 @@ std::vector<float> train(int device) {
     ordo::mark_step();
   }
   return w.to_vector<float>();
+}
+
+std::string as_bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+std::vector<float> as_floats(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// Part 1 on device d: trains, then checks every device's weights
+// against device 0's (each device gets them all).
+void train_and_compare(int d) {
+  const std::vector<std::string> every = ordo::rendezvous("weights", as_bytes(train(d)));
+  bool all_matched = true;
+  std::vector<std::string> lines;
+  for (int device = 0; device < kDevices; ++device) {
+    const std::vector<float> weights = as_floats(every[device]);
+    bool close = true;
+    for (int64_t i = 0; i < kFeatures; ++i) close = close && std::fabs(weights[i] - float(i + 1)) < 0.05f;
+    const bool same = every[device] == every[0];
+    all_matched = all_matched && close && same;
+    char line[256];
+    std::snprintf(line, sizeof(line), "  device %d  w = %-38s expected ~[1 2 3 4]  %s, %s", device,
+                  show(weights).c_str(), close ? "ok" : "NOT CONVERGED",
+                  same ? "same as device 0" : "DIFFERS FROM DEVICE 0");
+    lines.push_back(line);
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_all_matched = g_all_matched && all_matched;
+  if (d == 0) g_printed = std::move(lines);
 }
 
 // Part 2: every collective on device d, with the value numpy would give.
@@ -90,37 +153,58 @@ void tour(int d) {
   const float left = float((d + kDevices - 1) % kDevices);
   report(d, "collective_permute", from_left.to_vector<float>(), {left, left});
   report(d, "collective_broadcast", broadcast[0].to_vector<float>(), {102, 102});
+  share_lines(d);
+}
+
+void print_lines_of_every_device(bool printer) {
+  if (!printer) return;
+  for (const std::string& line : g_printed) std::printf("%s\n", line.c_str());
+}
+
+int run_demo() {
+  // The runtime starts with ORDO_NUM_DEVICES devices in this process
+  // (default 4); under mpirun the world is every process's.
+  const int processes = ordo::world_size() / ordo::num_devices();
+  if (ordo::world_size() != kDevices) {
+    std::fprintf(stderr, "ordo demo: needs a world of %d devices, this one has %d (%d per process): run it "
+                 "without ORDO_NUM_DEVICES, or as scripts/mpirun.sh -np 2 -x ORDO_NUM_DEVICES=2 build/ordo_demo\n",
+                 kDevices, ordo::world_size(), ordo::num_devices());
+    return 2;
+  }
+  const bool printer = ordo::get_ordinal(0) == 0;  // the process of ordinal 0
+  if (printer && processes == 1) std::printf("ordo demo: an SPMD program on %d in-process devices\n\n", kDevices);
+  if (printer && processes > 1) {
+    std::printf("ordo demo: an SPMD program on %d devices, %d processes x %d devices\n\n", kDevices, processes,
+                ordo::num_devices());
+  }
+
+  if (printer) std::printf("1. data-parallel linear regression, gradients averaged by all_reduce, %d steps\n", kSteps);
+  ordo::spawn(train_and_compare);
+  print_lines_of_every_device(printer);
+
+  if (printer) std::printf("\n2. every collective (values the same as torch_xla's xla_model would give)\n");
+  g_lines.resize(kDevices);
+  ordo::spawn(tour);
+  print_lines_of_every_device(printer);
+
+  const ordo::CompileCacheStats stats = ordo::compile_cache_stats();
+  if (printer) {
+    std::printf("\ngraphs%s: %lld compiled, %lld reused from the compile cache\n",
+                processes == 1 ? "" : " of this process", static_cast<long long>(stats.misses),
+                static_cast<long long>(stats.hits));
+    std::printf("everything matched: %s\n", g_all_matched ? "yes" : "NO");
+  }
+  ordo::shutdown();
+  return g_all_matched ? 0 : 1;
 }
 
 }  // namespace
 
 int main() {
-  ordo::init(kDevices);
-  std::printf("ordo demo: an SPMD program on %d in-process devices\n\n", kDevices);
-
-  std::printf("1. data-parallel linear regression, gradients averaged by all_reduce, %d steps\n", kSteps);
-  std::vector<std::vector<float>> weights(kDevices);
-  ordo::spawn([&](int d) { weights[d] = train(d); });
-  for (int d = 0; d < kDevices; ++d) {
-    bool close = true;
-    for (int64_t i = 0; i < kFeatures; ++i) close = close && std::fabs(weights[d][i] - float(i + 1)) < 0.05f;
-    const bool same = weights[d] == weights[0];
-    g_all_matched = g_all_matched && close && same;
-    std::printf("  device %d  w = %-38s expected ~[1 2 3 4]  %s, %s\n", d, show(weights[d]).c_str(),
-                close ? "ok" : "NOT CONVERGED", same ? "same as device 0" : "DIFFERS FROM DEVICE 0");
+  try {
+    return run_demo();
+  } catch (const std::exception& e) {  // a runtime that cannot start, say
+    std::fprintf(stderr, "ordo demo: %s\n", e.what());
+    return 1;
   }
-
-  std::printf("\n2. every collective (values the same as torch_xla's xla_model would give)\n");
-  g_lines.resize(kDevices);
-  ordo::spawn(tour);
-  for (const auto& lines : g_lines) {
-    for (const std::string& line : lines) std::printf("%s\n", line.c_str());
-  }
-
-  const ordo::CompileCacheStats stats = ordo::compile_cache_stats();
-  std::printf("\ngraphs: %lld compiled, %lld reused from the compile cache\n",
-              static_cast<long long>(stats.misses), static_cast<long long>(stats.hits));
-  std::printf("everything matched: %s\n", g_all_matched ? "yes" : "NO");
-  ordo::shutdown();
-  return g_all_matched ? 0 : 1;
 }

@@ -2,8 +2,9 @@
 # Installs what is missing, builds, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Open MPI too: the MPI tests run when the build finds it.
-scripts/install-deps.sh libopenmpi-dev openmpi-bin
+# Open MPI too: the MPI tests run when the build finds it (iproute2: the
+# two-host tests, which need root, make network namespaces with ip).
+scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # Debian's python3: the one the extension is built for, with numpy.

@@ -54,10 +54,13 @@ class DeviceGuard {
   int previous_;
 };
 
-// Runs fn(ordinal) on a thread per device, for ordinals 0..count-1 (count <
-// 0: every device), each thread with its device current and bound to it (see
-// bind_thread_to_device); returns when every call has returned and, when
-// it spawned every device, the devices ran what the calls queued. Like
+// Runs fn(ordinal) on a thread per device, for this process's devices
+// 0..count-1 (count < 0: every device), where ordinal is the device's global
+// ordinal (get_ordinal(device): the device itself with one process, as
+// torch_xla's xmp.spawn gives it), each thread with its device current and
+// bound to it (see bind_thread_to_device); returns when every call has
+// returned and, when it spawned every device, the devices ran what the
+// calls queued. Like
 // torch_xla's xmp.spawn, with threads for processes. With fewer threads than
 // devices, collectives over every device wait for the missing ones (and time
 // out): use replica groups of the spawned devices.

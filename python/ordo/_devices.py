@@ -68,7 +68,8 @@ def shutdown():
 
 
 def xla_device():
-    """The calling thread's device."""
+    """The calling thread's device; its index counts this process's devices
+    ('ordo:0', 'ordo:1' in every process, as torch_xla's 'xla:0')."""
     return Device(_C.current_device())
 
 
@@ -100,7 +101,9 @@ def get_ordinal():
 
 def get_local_ordinal():
     """The calling thread's device among the devices of its host, as
-    torch_xla counts it (with one process, its index)."""
+    torch_xla counts it: the process's rank among the host's processes
+    times the devices of a process, plus the device's index (with one
+    process, its index)."""
     return _C.get_local_ordinal()
 
 
@@ -113,13 +116,18 @@ xrt_world_size = world_size
 
 
 def is_master_ordinal(local=True):
+    """Whether the calling thread's device is the first of its host (local)
+    or of the whole job (local=False)."""
     return (get_local_ordinal() if local else get_ordinal()) == 0
 
 
 def spawn(fn, args=(), nprocs=None):
-    """Calls fn(index, *args) on a thread per device, with that device as the
-    thread's device and the thread bound to it (ordo.bind_thread_to_device),
-    and returns the results by ordinal. If a call raises, its device is
+    """Calls fn(ordinal, *args) on a thread per device of this process, with
+    that device as the thread's device and the thread bound to it
+    (ordo.bind_thread_to_device), and returns the results by ordinal; the
+    ordinal is the device's global one (get_ordinal(): with one process,
+    its index; under mpirun, the process's rank times its devices plus the
+    index), as torch_xla's spawn gives it. If a call raises, its device is
     marked failed (its peers' collectives fail promptly instead of waiting)
     and spawn raises the first error, saying which ordinal raised it. A
     device whose call returned is absent until spawn returns: a peer waiting

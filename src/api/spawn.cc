@@ -20,8 +20,12 @@ void bind_thread_to_device(int device) {
 }
 
 void spawn(const std::function<void(int)>& fn, int count) {
-  // fn outlives the threads: finish() joins them all.
-  api::SpawnedDevices devices([&fn](int ordinal) { fn(ordinal); }, count < 0 ? num_devices() : count);
+  // fn outlives the threads: finish() joins them all. It is given the
+  // device's global ordinal (its index in this process plus the ordinals
+  // of the processes before).
+  const int first_ordinal = get_ordinal(0);
+  api::SpawnedDevices devices([&fn, first_ordinal](int index) { fn(first_ordinal + index); },
+                              count < 0 ? num_devices() : count);
   const std::vector<api::SpawnedOutcome> outcomes = devices.finish();
   const int first = api::first_failure(outcomes);
   if (first >= 0) std::rethrow_exception(outcomes[first].error);

@@ -4,10 +4,14 @@
 // that drives a device (spawn's) is placed next to that worker when the
 // CPUs are shared anyway, and on a CPU of its own when there are enough.
 //
+// The processes of one MPI job on a host share its CPUs: a device is placed
+// by its position among the host's devices (its host ordinal), so that
+// they do not pin to the same CPUs.
+//
 // ORDO_CPU_BIND=none turns all pinning off: for hosts shared with other
-// jobs or other ordo processes (each would pin device d to the same CPU),
-// and for device threads that start thread pools of their own (a pinned
-// thread's children inherit its CPU).
+// jobs or with ordo processes of another job (each would pin device d to
+// the same CPU), and for device threads that start thread pools of their
+// own (a pinned thread's children inherit its CPU).
 #pragma once
 
 namespace ordo::device {
@@ -19,7 +23,8 @@ bool cpu_binding_enabled();
 int usable_cpu_count();
 
 // The CPU (an index into those CPUs, wrapping around) of device
-// `ordinal`'s worker, and of the thread that drives it.
+// `ordinal`'s worker, and of the thread that drives it; ordinal is the
+// device's host ordinal, num_devices the host's devices.
 int worker_cpu(int ordinal);
 int driver_cpu(int ordinal, int num_devices, int cpus);
 

@@ -60,12 +60,17 @@ py::error_already_set as_python_error(const std::exception_ptr& error) {
 }
 
 // A spawn's Python side: fn, its arguments, and what each call returned or
-// raised, by ordinal. Its objects are touched with the GIL held only.
+// raised, by this process's device index (the C++ spawn's ordinal). fn and
+// the messages see global ordinals, as torch_xla's spawn gives them. Its
+// objects are touched with the GIL held only.
 class PythonSpawn {
  public:
-  PythonSpawn(py::object fn, py::tuple args, int devices)
-      : fn_(std::move(fn)), args_(std::move(args)),
+  PythonSpawn(py::object fn, py::tuple args, int devices, int first_ordinal)
+      : fn_(std::move(fn)), args_(std::move(args)), first_ordinal_(first_ordinal),
         results_(static_cast<size_t>(devices), py::none()), errors_(static_cast<size_t>(devices)) {}
+
+  // The global ordinal of this process's device `index`.
+  int global_ordinal(int index) const { return first_ordinal_ + index; }
 
   // In device `ordinal`'s thread, without the GIL: what fn raised is
   // thrown as RaisedInPython. Takes and gives back the GIL by hand: a
@@ -98,7 +103,7 @@ class PythonSpawn {
     try {
       // As threading names a thread it starts (logging shows it).
       py::module_::import("threading").attr("current_thread")().attr("name") =
-          py::str("ordo-device-{}").format(ordinal);
+          py::str("ordo-device-{}").format(global_ordinal(ordinal));
       results_[ordinal] = call_fn(ordinal);
     } catch (py::error_already_set& error) {
       RaisedInPython raised(describe(error));
@@ -108,14 +113,14 @@ class PythonSpawn {
     return std::nullopt;
   }
 
-  // fn(ordinal, *args). CPython may end the thread inside the call (with
+  // fn(global ordinal, *args). CPython may end the thread inside the call (with
   // pthread_exit, as the interpreter shuts down): no Python object of ours
   // is then on the stack, whose destructor would run without the GIL.
   py::object call_fn(int ordinal) const {
     PyObject* call_args = nullptr;
     {
       py::list listed;
-      listed.append(ordinal);
+      listed.append(global_ordinal(ordinal));
       for (const py::handle arg : args_) listed.append(arg);
       call_args = py::tuple(std::move(listed)).release().ptr();
     }
@@ -127,6 +132,7 @@ class PythonSpawn {
 
   const py::object fn_;
   const py::tuple args_;
+  const int first_ordinal_;
   std::vector<py::object> results_;
   std::vector<std::optional<py::error_already_set>> errors_;
 };
@@ -142,7 +148,7 @@ std::string raised_so_far(const PythonSpawn& python, const std::vector<SpawnedOu
                    [&](int a, int b) { return outcomes[a].failed_at < outcomes[b].failed_at; });
   std::string raised;
   for (int ordinal : failed) {
-    raised += str_cat(raised.empty() ? "" : ", ", "ordinal ", ordinal, ": ",
+    raised += str_cat(raised.empty() ? "" : ", ", "ordinal ", python.global_ordinal(ordinal), ": ",
                       type_name(python.error(ordinal, outcomes[ordinal]).type()));
   }
   return raised.empty() ? "nothing" : raised;
@@ -181,7 +187,9 @@ std::vector<int> stop_spawned_threads(const PythonSpawn& python, SpawnedDevices&
       "ordo.spawn was interrupted; the devices' calls raised: " + raised_so_far(python, devices.outcomes());
   if (!running.empty()) {
     note += "; still running: ordinals [";
-    for (size_t i = 0; i < running.size(); ++i) note += str_cat(i == 0 ? "" : ", ", running[i]);
+    for (size_t i = 0; i < running.size(); ++i) {
+      note += str_cat(i == 0 ? "" : ", ", python.global_ordinal(running[i]));
+    }
     note += "]";
   }
   interrupt.value().attr("add_note")(note);
@@ -194,10 +202,10 @@ std::vector<int> stop_spawned_threads(const PythonSpawn& python, SpawnedDevices&
   const py::object& value = error.value();
   py::list args(value.attr("args"));
   if (!args.empty() && py::isinstance<py::str>(args[0])) {
-    args[0] = py::str("ordinal {}: {}").format(ordinal, args[0]);
+    args[0] = py::str("ordinal {}: {}").format(python.global_ordinal(ordinal), args[0]);
     value.attr("args") = py::tuple(args);
   }
-  value.attr("add_note")(str_cat("raised by the spawn function of ordinal ", ordinal));
+  value.attr("add_note")(str_cat("raised by the spawn function of ordinal ", python.global_ordinal(ordinal)));
   throw error;
 }
 
@@ -238,8 +246,8 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
   options.count_name = "nprocs";
   options.failure_reason_prefix = kRaisedReason;
   // Left behind (never freed) if threads still run after an interrupt.
-  auto python = std::make_unique<PythonSpawn>(std::move(fn), std::move(arguments),
-                                              num_devices());
+  auto python = std::make_unique<PythonSpawn>(std::move(fn), std::move(arguments), num_devices(),
+                                              get_ordinal(0));
   std::shared_ptr<SpawnedDevices> devices;
   const JoinWithoutGil join{devices};
   {

@@ -32,7 +32,9 @@ void check_num_devices(int n, const char* source) {
 // Caller holds g_lifecycle_mu.
 void start_locked(int n) {
   register_fork_handlers();
-  g_runtime = std::make_unique<Runtime>(comm::Topology::single_process(n), ++g_generation);
+  // The backend is chosen anew at every start; MPI's world, once joined,
+  // stays the process's job (comm/factory.h).
+  g_runtime = std::make_unique<Runtime>(comm::open_world(comm::backend_from_env(), n), ++g_generation);
   g_current.store(g_runtime.get(), std::memory_order_release);
 }
 
@@ -50,8 +52,8 @@ int num_devices_from_env() {
   return n;
 }
 
-Runtime::Runtime(comm::Topology topology, uint64_t generation)
-    : topology_(std::move(topology)), generation_(generation), communicator_(comm::make_communicator(topology_)) {
+Runtime::Runtime(comm::World world, uint64_t generation)
+    : topology_(std::move(world.topology)), generation_(generation), communicator_(std::move(world.communicator)) {
   // Before any worker starts: a bad ORDO_CPU_BIND fails here, and the CPUs
   // are read from this thread, not from a pinned one.
   if (device::cpu_binding_enabled()) device::usable_cpu_count();

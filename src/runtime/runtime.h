@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/factory.h"
 #include "comm/topology.h"
 #include "device/device.h"
 
@@ -22,7 +23,9 @@ namespace ordo::runtime {
 
 class Runtime {
  public:
-  Runtime(comm::Topology topology, uint64_t generation);
+  // Drives the devices of this process in world (its topology and the
+  // communicator that serves it).
+  Runtime(comm::World world, uint64_t generation);
   // Runs what every device has queued, then joins the workers (see the .cc).
   ~Runtime();
   Runtime(const Runtime&) = delete;

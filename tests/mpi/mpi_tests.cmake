@@ -2,6 +2,7 @@
 # one place of ordo's launch options) with a bound on its time, mpirun's
 # own (--timeout, which ends every process of the job) inside ctest's.
 set(ORDO_MPIRUN ${CMAKE_CURRENT_SOURCE_DIR}/scripts/mpirun.sh)
+set(ORDO_TWO_HOSTS ${CMAKE_CURRENT_SOURCE_DIR}/scripts/two-hosts.sh)
 set(ORDO_MPI_TIMEOUT 60)
 
 if(NOT MPI_C_FOUND)
@@ -23,13 +24,23 @@ target_compile_options(mpi_wire_test PRIVATE -Wall -Wextra)
 target_link_libraries(mpi_wire_test PRIVATE ordo GTest::gtest GTest::gtest_main)
 gtest_discover_tests(mpi_wire_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
 
-# ordo_add_mpi_test(NAME <name> ARGS <mpirun arguments and program...>
+# ordo_add_mpi_test(NAME <name> [TWO_HOSTS] ARGS <mpirun arguments and program...>
 #                   [PASS_REGULAR_EXPRESSION <regex>])
+# TWO_HOSTS: on scripts/two-hosts.sh's two namespaces (the processes split
+# evenly), skipped where they cannot be made (no root); one such test at a
+# time.
 function(ordo_add_mpi_test)
-  cmake_parse_arguments(T "" "NAME;PASS_REGULAR_EXPRESSION" "ARGS" ${ARGN})
-  add_test(NAME ${T_NAME} COMMAND ${ORDO_MPIRUN} --timeout ${ORDO_MPI_TIMEOUT} ${T_ARGS})
+  cmake_parse_arguments(T "TWO_HOSTS" "NAME;PASS_REGULAR_EXPRESSION" "ARGS" ${ARGN})
+  set(launcher ${ORDO_MPIRUN})
+  if(T_TWO_HOSTS)
+    set(launcher ${ORDO_TWO_HOSTS})
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${launcher} --timeout ${ORDO_MPI_TIMEOUT} ${T_ARGS})
   math(EXPR ctest_timeout "${ORDO_MPI_TIMEOUT} + 30")
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${ctest_timeout} LABELS mpi)
+  if(T_TWO_HOSTS)
+    set_tests_properties(${T_NAME} PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK two_hosts LABELS "mpi;two_hosts")
+  endif()
   if(T_PASS_REGULAR_EXPRESSION)
     set_tests_properties(${T_NAME} PROPERTIES PASS_REGULAR_EXPRESSION "${T_PASS_REGULAR_EXPRESSION}")
   endif()
@@ -42,6 +53,29 @@ foreach(processes 1 2 3 4)
       ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${world_test} --gtest_filter=MpiWorld.*)
   endforeach()
 endforeach()
+# 2 hosts x 2 processes x 2 devices.
+ordo_add_mpi_test(NAME two_hosts_mpi_world_2x2x2 TWO_HOSTS
+  ARGS -np 4 -x ORDO_NUM_DEVICES=2 ${world_test} --gtest_filter=MpiWorld.*)
+
+# The runtime on the job: ordinals, spawn, restarts (2 x 2, 3 x 1), and a
+# start refused when the processes disagree on their devices.
+add_executable(mpi_runtime_test tests/mpi/mpi_runtime_test.cc)
+target_include_directories(mpi_runtime_test PRIVATE src tests)
+target_compile_options(mpi_runtime_test PRIVATE -Wall -Wextra)
+target_link_libraries(mpi_runtime_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+set(runtime_test $<TARGET_FILE:mpi_runtime_test>)
+foreach(layout 2x2 3x1)
+  string(REPLACE "x" ";" layout_words ${layout})
+  list(GET layout_words 0 processes)
+  list(GET layout_words 1 devices)
+  ordo_add_mpi_test(NAME mpi_runtime_${layout}
+    ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${runtime_test} --gtest_filter=MpiRuntime.*)
+endforeach()
+ordo_add_mpi_test(NAME mpi_runtime_disagreeing_devices
+  ARGS -np 1 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_DISAGREEING=1 ${runtime_test}
+             --gtest_filter=MpiRuntimeDisagreeing.* :
+       -np 1 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_DISAGREEING=1 ${runtime_test}
+             --gtest_filter=MpiRuntimeDisagreeing.*)
 
 # Three processes with 1, 2 and 2 devices (mpirun's MPMD form): each one
 # gets the error, and the job ends.
@@ -80,3 +114,42 @@ foreach(layout 2x1 2x2 3x1 4x2)
   ordo_add_mpi_test(NAME mpi_failures_${layout}
     ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} $<TARGET_FILE:mpi_failures_test>)
 endforeach()
+
+# The same lines on every layout of one world (same_across_layouts.sh runs
+# mpirun itself, each run with its bound): the bitwise-layout property
+# (bitwise_layout.cc: 1 x 8 in-process, 2 x 4, 4 x 2, 8 x 1, on one host
+# and on two, where 4 x 2 is 2 hosts x 2 processes x 2 devices), and the
+# demo's per-device lines (1 x 4, 2 x 2, 4 x 1).
+add_executable(bitwise_layout tests/mpi/bitwise_layout.cc)
+target_compile_options(bitwise_layout PRIVATE -Wall -Wextra)
+target_link_libraries(bitwise_layout PRIVATE ordo)
+set(same_across_layouts ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/same_across_layouts.sh)
+add_test(NAME mpi_bitwise_layouts COMMAND ${same_across_layouts} 8 "^ordinal" $<TARGET_FILE:bitwise_layout>)
+add_test(NAME two_hosts_bitwise_layouts
+  COMMAND ${same_across_layouts} --two-hosts 8 "^ordinal" $<TARGET_FILE:bitwise_layout>)
+add_test(NAME mpi_demo_layouts COMMAND ${same_across_layouts} 4 "^  device|matched" $<TARGET_FILE:ordo_demo>)
+set_tests_properties(mpi_bitwise_layouts mpi_demo_layouts PROPERTIES TIMEOUT 300 LABELS mpi)
+set_tests_properties(two_hosts_bitwise_layouts PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK two_hosts
+  LABELS "mpi;two_hosts")
+
+# torch_xla's semantics across processes (tests/mpi/python/semantics.py):
+# 2 x 2 and 4 x 1 under mpirun; 1 x 4 in-process, and mpirun with one
+# process (which stays in-process), as controls.
+if(ORDO_BUILD_PYTHON)
+  set(semantics ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/semantics.py)
+  foreach(layout 2x2 4x1 1x4)
+    string(REPLACE "x" ";" layout_words ${layout})
+    list(GET layout_words 0 processes)
+    list(GET layout_words 1 devices)
+    ordo_add_mpi_test(NAME mpi_python_semantics_${layout}
+      ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${Python3_EXECUTABLE} ${semantics})
+  endforeach()
+  # 2 hosts x 1 process x 2 devices, and 2 hosts x 2 processes x 1 device.
+  ordo_add_mpi_test(NAME two_hosts_python_semantics_2x1x2 TWO_HOSTS
+    ARGS -np 2 -x ORDO_NUM_DEVICES=2 ${Python3_EXECUTABLE} ${semantics})
+  ordo_add_mpi_test(NAME two_hosts_python_semantics_2x2x1 TWO_HOSTS
+    ARGS -np 4 -x ORDO_NUM_DEVICES=1 ${Python3_EXECUTABLE} ${semantics})
+  add_test(NAME python_semantics_in_process_1x4 COMMAND ${Python3_EXECUTABLE} ${semantics})
+  set_tests_properties(python_semantics_in_process_1x4 PROPERTIES ENVIRONMENT ORDO_NUM_DEVICES=4 TIMEOUT 120
+    LABELS mpi)
+endif()

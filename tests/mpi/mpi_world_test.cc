@@ -31,22 +31,27 @@ std::string this_host_name() {
   return name;
 }
 
-// Every process of these runs is on this host.
+// The processes of these runs fill the hosts evenly in rank order
+// (mpirun's mapping by slot): all on this host, or half on each of
+// scripts/two-hosts.sh's two.
 TEST(MpiWorld, EveryProcessSeesTheJobAsMpirunStartedIt) {
   const int devices = runtime::num_devices_from_env();
   const MpiWorld& world = MpiWorld::join(devices);
   const int processes = env_int("OMPI_COMM_WORLD_SIZE");
   const int rank = env_int("OMPI_COMM_WORLD_RANK");
   const int local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
+  const int per_host = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
+  ASSERT_EQ(processes % per_host, 0) << "the hosts should have as many processes each";
+  const int hosts = processes / per_host;
   const Topology& t = world.topology();
 
   EXPECT_EQ(world.size(), processes);
   EXPECT_EQ(world.rank(), rank);
   EXPECT_EQ(t.world_size(), processes * devices);
   EXPECT_EQ(t.local_devices(), devices);
-  EXPECT_EQ(t.host_count(), 1);
-  EXPECT_EQ(t.host(), 0);
-  EXPECT_EQ(t.host_devices(), processes * devices);
+  EXPECT_EQ(t.host_count(), hosts);
+  EXPECT_EQ(t.host(), rank / per_host);
+  EXPECT_EQ(t.host_devices(), per_host * devices);
   for (int index = 0; index < devices; ++index) {
     const int ordinal = rank * devices + index;
     EXPECT_EQ(t.global_ordinal(index), ordinal);
@@ -58,8 +63,8 @@ TEST(MpiWorld, EveryProcessSeesTheJobAsMpirunStartedIt) {
     EXPECT_EQ(place.ordinal, ordinal);
     EXPECT_EQ(place.process, ordinal / devices);
     EXPECT_EQ(place.index, ordinal % devices);
-    EXPECT_EQ(place.host, 0);
-    EXPECT_EQ(t.host_ordinal(ordinal), ordinal);
+    EXPECT_EQ(place.host, place.process / per_host);
+    EXPECT_EQ(t.host_ordinal(ordinal), ordinal % (per_host * devices));
     EXPECT_EQ(t.is_local(ordinal), ordinal / devices == rank) << ordinal;
   }
   std::ostringstream expected;
@@ -67,10 +72,12 @@ TEST(MpiWorld, EveryProcessSeesTheJobAsMpirunStartedIt) {
     expected << devices << " devices in one process";
   } else {
     expected << processes * devices << " devices: " << processes << " processes x " << devices
-             << " devices on 1 host";
+             << " devices on " << hosts << (hosts == 1 ? " host" : " hosts");
   }
   EXPECT_EQ(t.describe(), expected.str());
-  for (int p = 0; p < processes; ++p) EXPECT_EQ(world.host_name(p), this_host_name()) << p;
+  for (int p = 0; p < processes; ++p) {
+    EXPECT_EQ(world.host_name(p) == this_host_name(), p / per_host == rank / per_host) << p;
+  }
   EXPECT_EQ(world.pid(rank), getpid());
   EXPECT_EQ(world.describe_process(rank),
             "process " + std::to_string(rank) + " (host " + this_host_name() + ", pid " + std::to_string(getpid()) +
