@@ -52,6 +52,11 @@ class Communicator {
                        const std::string& reason) = 0;
   // device is gone: every collective waiting for it, now or later, fails.
   virtual void mark_device_failed(int device, const std::string& reason) = 0;
+  // device's runtime shuts down: as mark_device_failed for this process.
+  // A backend of several processes keeps it from the others: they shut
+  // down too, and news arriving after their next runtime started would
+  // fail its devices.
+  virtual void mark_device_shut_down(int device, const std::string& reason) { mark_device_failed(device, reason); }
   // device is driven by nobody for now: as mark_device_failed, until
   // clear_device_absent(device). The mark counts only if no clear came
   // since absence_epoch(device) gave epoch.

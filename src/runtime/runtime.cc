@@ -71,7 +71,7 @@ Runtime::~Runtime() {
   // fails at once, naming it.
   for (int index = 0; index < num_devices(); ++index) {
     tell_after_queue(index, [ordinal = global_ordinal(index)](comm::Communicator& communicator) {
-      communicator.mark_device_failed(ordinal, "the runtime shut down before it ran this collective");
+      communicator.mark_device_shut_down(ordinal, "the runtime shut down before it ran this collective");
     });
   }
 }

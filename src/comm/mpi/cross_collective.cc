@@ -18,6 +18,9 @@ using Clock = std::chrono::steady_clock;
 // before the data.
 constexpr size_t kEagerBytes = 64 * 1024;
 
+// How long a leader still looks for a gone peer's messages.
+constexpr auto kGoneGrace = std::chrono::milliseconds(250);
+
 size_t aligned_to_line(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 device::Failure failure_of(const Error& error) { return {error.code(), error.what()}; }
@@ -52,10 +55,14 @@ class CrossCollective::Watch {
         if (p == plan.me || heard[p]) continue;
         for (size_t rank : plan.ranks_of[p]) {
           const int device = plan.group[rank];
-          if (std::optional<std::string> reason = peers.gone.reason(device)) {
-            return gone_failure(where(), device, *reason,
-                                str_cat("on ", peers.world.describe_process(plan.processes[p])));
-          }
+          std::optional<std::string> reason = peers.gone.reason(device);
+          if (!reason) continue;
+          // What a peer sent before it went may still be on its way (a
+          // socket, a shared-memory queue): looked for a little longer.
+          if (!gone_seen_) gone_seen_ = now;
+          if (now - *gone_seen_ < kGoneGrace) continue;
+          return gone_failure(where(), device, *reason,
+                              str_cat("on ", peers.world.describe_process(plan.processes[p])));
         }
       }
     }
@@ -133,6 +140,7 @@ class CrossCollective::Watch {
   const bool interruptible_;
   const char* const waiting_for_;
   std::optional<Deadlines> deadlines_;
+  std::optional<Clock::time_point> gone_seen_;  // when an awaited member was first seen gone
   const Clock::time_point started_ = Clock::now();
   Clock::time_point next_question_ = started_;
   std::vector<std::pair<int, uint64_t>> questions_;  // (device, question) asked of its process

@@ -195,6 +195,11 @@ void MpiCommunicator::mark_device_failed(int device, const std::string& reason) 
   if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
 }
 
+void MpiCommunicator::mark_device_shut_down(int device, const std::string& reason) {
+  gone_.mark(device, reason);
+  local_.mark_device_failed(device, reason);
+}
+
 void MpiCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
   // Both keep their absence epochs in step: every clear goes to both.
   const bool current = gone_.absence_epoch(device) == epoch;

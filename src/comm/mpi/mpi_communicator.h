@@ -58,6 +58,7 @@ class MpiCommunicator : public Communicator {
   void run(const CollectiveCall& call) override;
   void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device, const std::string& reason) override;
   void mark_device_failed(int device, const std::string& reason) override;
+  void mark_device_shut_down(int device, const std::string& reason) override;
   uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
   void clear_device_absent(int device) override;
