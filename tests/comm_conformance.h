@@ -42,11 +42,12 @@ struct Backend {
   // The one world size it makes (an MPI job's processes x devices); 0: any.
   int world = 0;
   std::function<Session(int world)> make;
-  // Set when the world's devices live in several processes: holds this
-  // process until every process of the job calls it, for the steps of a
-  // case that must follow another process's (a process that skips a
-  // device must not leave the case, or clear a mark, before its peers saw
-  // what they wait for). Out of band: it needs no live device.
+  // Set by a backend whose worlds span processes (MPI, a job of one
+  // process too): holds this process until every process of the job calls
+  // it, for the steps of a case that must follow another process's (a
+  // process that skips a device must not leave the case, or clear a mark,
+  // before its peers saw what they wait for). Out of band: it needs no
+  // live device, and no collective or exchange of the backend under test.
   std::function<void()> barrier;
 };
 

@@ -47,8 +47,13 @@ int main(int argc, char** argv) {
   }
   MPI_Comm harness = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &harness);
-  const ordo::comm::MpiWorld& world = ordo::comm::MpiWorld::join(ordo::runtime::num_devices_from_env());
-  ordo::conformance::backends() = {ordo::conformance::mpi_backend(world, harness)};
+  try {
+    const ordo::comm::MpiWorld& world = ordo::comm::MpiWorld::join(ordo::runtime::num_devices_from_env());
+    ordo::conformance::backends() = {ordo::conformance::mpi_backend(world, harness)};
+  } catch (const ordo::Error& e) {
+    std::fprintf(stderr, "conformance: cannot join the MPI job: %s\n", e.what());
+    return 1;  // without MPI_Finalize, whose fence would wait for the peers: mpirun ends the job
+  }
 
   ::testing::InitGoogleTest(&argc, argv);
   int failed = RUN_ALL_TESTS();
