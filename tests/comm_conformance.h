@@ -107,7 +107,7 @@ class BackendCase : public ::testing::TestWithParam<Param> {
   bool drives(int device) const { return session_.drives(device); }
   bool across_processes() const { return static_cast<bool>(backend().barrier); }
 
-  // Waits for every process of the job (nothing in one process). Every
+  // Waits for every process of the job (nothing in-process). Every
   // process calls it as many times in a case: unconditionally, and where
   // no ASSERT of the case can have returned before it.
   void step(const char* what) {
