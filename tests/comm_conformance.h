@@ -3,6 +3,7 @@
 // Communicator directly: no tracing, no runtime, no graphs.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -23,15 +24,48 @@
 
 namespace ordo::conformance {
 
-// A backend under test: how to make a communicator of `world` devices.
-struct Backend {
-  std::string name;
-  std::function<std::unique_ptr<comm::Communicator>(int world)> make;
+// This process's part of a world under test: its communicator and the
+// devices it drives (global ordinals, ascending). In-process that is every
+// device; under MPI the process's own (rank x L .. rank x L + L - 1). The
+// suite calls the communicator for these devices only, builds every
+// device's inputs (they depend on the case and the device alone) so that
+// it computes the whole reference itself, and checks its own devices.
+struct Session {
+  std::unique_ptr<comm::Communicator> comm;
+  std::vector<int> devices;
+  bool drives(int device) const { return std::binary_search(devices.begin(), devices.end(), device); }
 };
 
-// Every backend built into this binary.
-inline std::vector<Backend> backends() {
-  return {{"in_process", [](int world) { return std::make_unique<comm::InProcessCommunicator>(world); }}};
+// A backend under test: how to make this process's session of a world.
+struct Backend {
+  std::string name;
+  // The one world size it makes (an MPI job's processes x devices); 0: any.
+  int world = 0;
+  std::function<Session(int world)> make;
+  // Set by a backend whose worlds span processes (MPI, a job of one
+  // process too): holds this process until every process of the job calls
+  // it, for the steps of a case that must follow another process's (a
+  // process that skips a device must not leave the case, or clear a mark,
+  // before its peers saw what they wait for). Out of band: it needs no
+  // live device, and no collective or exchange of the backend under test.
+  std::function<void()> barrier;
+};
+
+inline Backend in_process_backend() {
+  return {"in_process", 0, [](int world) {
+            Session session{std::make_unique<comm::InProcessCommunicator>(world), std::vector<int>(world)};
+            for (int d = 0; d < world; ++d) session.devices[d] = d;
+            return session;
+          },
+          {}};
+}
+
+// Every backend this binary checks: the in-process one, unless the
+// binary's main put others in its place before InitGoogleTest (the MPI
+// variants, tests/mpi/conformance_mpi_main.cc).
+inline std::vector<Backend>& backends() {
+  static std::vector<Backend> list = {in_process_backend()};
+  return list;
 }
 
 // A parameterised suite's case: a backend (its index in backends()) and a
@@ -41,33 +75,89 @@ inline std::string backend_and_world(const ::testing::TestParamInfo<Param>& info
   return backends()[std::get<0>(info.param)].name + "_world" + std::to_string(std::get<1>(info.param));
 }
 
+// Every backend at each world size from min_world to 8 that it makes.
+inline std::vector<Param> cases(int min_world) {
+  std::vector<Param> all;
+  for (size_t b = 0; b < backends().size(); ++b) {
+    for (int world = min_world; world <= 8; ++world) {
+      if (backends()[b].world == 0 || backends()[b].world == world) all.emplace_back(b, world);
+    }
+  }
+  return all;
+}
+
+// What every case of both suites shares: the backend, the world and this
+// process's session of it.
+class BackendCase : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    world_ = std::get<1>(GetParam());
+    session_ = backend().make(world_);
+  }
+  void TearDown() override {
+    // Every process ends the case before any destroys its communicator.
+    step("the end of the case");
+    session_ = {};
+    set_collective_timeouts({});
+  }
+
+  const Backend& backend() const { return backends()[std::get<0>(GetParam())]; }
+  comm::Communicator& comm() { return *session_.comm; }
+  const std::vector<int>& devices() const { return session_.devices; }
+  bool drives(int device) const { return session_.drives(device); }
+  bool across_processes() const { return static_cast<bool>(backend().barrier); }
+
+  // Waits for every process of the job (nothing in-process). Every
+  // process calls it as many times in a case: unconditionally, and where
+  // no ASSERT of the case can have returned before it.
+  void step(const char* what) {
+    if (!across_processes()) return;
+    try {
+      backend().barrier();
+    } catch (const Error& e) {
+      ADD_FAILURE() << "the processes could not meet at " << what << ": " << e.what();
+    }
+  }
+
+  // A fresh communicator of the same world, made once every process is
+  // done with the old one.
+  void remake() {
+    step("a fresh communicator");
+    session_ = {};
+    session_ = backend().make(world_);
+  }
+
+  int world_ = 1;
+  Session session_;
+};
+
 // One device's part in one collective: its attributes, inputs and outputs.
 struct DevicePart {
   std::vector<std::shared_ptr<device::Buffer>> inputs;
   std::vector<std::shared_ptr<device::Buffer>> outputs;
 };
 
-// Runs one collective with every device of the world on a thread of its
+// Runs one collective with every device of the session on a thread of its
 // own, as the devices' workers would, and returns each device's error
-// message ("" when it succeeded). attrs_of(d) is device d's attributes;
-// a device whose skip(d) holds does not take part.
+// message ("" when it succeeded; parts and the outcome are indexed by
+// global ordinal). attrs[d] is device d's attributes; a device whose
+// skip(d) holds does not take part.
 struct Outcome {
   std::vector<std::string> errors;        // by device; "" = success
   std::vector<ErrorCode> codes;           // by device, for the failed ones
 };
-inline Outcome run_collective(comm::Communicator& comm, ir::OpKind op,
-                              const std::vector<ir::CollectiveAttrs>& attrs, std::vector<DevicePart>& parts,
-                              const std::function<bool(int)>& skip = {}) {
+inline Outcome run_collective(Session& session, ir::OpKind op, const std::vector<ir::CollectiveAttrs>& attrs,
+                              std::vector<DevicePart>& parts, const std::function<bool(int)>& skip = {}) {
   Outcome outcome{std::vector<std::string>(parts.size()), std::vector<ErrorCode>(parts.size())};
   std::vector<std::thread> threads;
-  for (int d = 0; d < static_cast<int>(parts.size()); ++d) {
+  for (const int d : session.devices) {
     if (skip && skip(d)) continue;
     threads.emplace_back([&, d] {
       std::vector<const device::Buffer*> inputs, outputs;
       for (const auto& b : parts[d].inputs) inputs.push_back(b.get());
       for (const auto& b : parts[d].outputs) outputs.push_back(b.get());
       try {
-        comm.run({op, attrs[d], d, inputs, outputs});
+        session.comm->run({op, attrs[d], d, inputs, outputs});
       } catch (const Error& e) {
         outcome.errors[d] = e.what();
         outcome.codes[d] = e.code();

@@ -100,6 +100,10 @@ class MpiCommunicator : public Communicator {
   void hear(int device, const std::string& reason, bool for_good);
 
   const MpiWorld& world_;
+  // A communicator of MPI's own for each of ordo's, so that messages left
+  // by a collective that failed under an earlier one are never taken for
+  // this one's (every process makes them in step: runtime starts are).
+  MPI_Comm comm_;
   MpiLink link_;
   GoneDevices gone_;
   InterruptedDevices interrupted_;
