@@ -20,11 +20,19 @@ int tag_upper_bound(MPI_Comm comm) {
   return found && value != nullptr ? *value : 32767;
 }
 
+MPI_Comm duplicate(MPI_Comm comm) {
+  MPI_Comm copy = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(comm, &copy), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(copy, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  return copy;
+}
+
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(const MpiWorld& world)
     : world_(world),
-      link_(world.comm()),
+      comm_(duplicate(world.comm())),
+      link_(comm_),
       local_(world.topology().world_size()),
       board_(world_, link_),
       peers_{world_, link_, gone_, interrupted_, board_},
@@ -47,7 +55,10 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
                       }});
 }
 
-MpiCommunicator::~MpiCommunicator() { mesh_.set_handlers({}); }
+MpiCommunicator::~MpiCommunicator() {
+  mesh_.set_handlers({});
+  link_.free_communicator(comm_);
+}
 
 void MpiCommunicator::hear(int device, const std::string& reason, bool for_good) {
   if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
@@ -74,7 +85,7 @@ MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, 
       return {nullptr, 0, partition, group_text};
     }
     std::unique_ptr<CrossGroup>& cross = meetings_[group];
-    if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, tag_upper_bound(world_.comm())), peers_);
+    if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, tag_upper_bound(comm_)), peers_);
     const GroupPlan& plan = cross->meeting.plan();
     size_t index = 0;
     while (plan.group[plan.local_ranks[index]] != device) ++index;

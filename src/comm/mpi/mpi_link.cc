@@ -148,6 +148,11 @@ void MpiLink::abandon(Requests& requests) {
   requests.clear();
 }
 
+void MpiLink::free_communicator(MPI_Comm& comm) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MPI_Comm_free(&comm);
+}
+
 void Backoff::pause() {
   using namespace std::chrono;
   const auto waited = steady_clock::now() - started_;

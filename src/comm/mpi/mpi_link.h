@@ -70,6 +70,9 @@ class MpiLink {
   // are cancelled, and the buffers of sends must stay alive (the caller
   // keeps them); the requests themselves are never waited for.
   void abandon(Requests& requests);
+  // Marks comm for freeing once its pending messages are done (MPI keeps
+  // it until then).
+  void free_communicator(MPI_Comm& comm);
 
  private:
   // Caller holds mu_: completes what it can of the owned sends.
