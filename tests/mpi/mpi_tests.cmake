@@ -55,3 +55,55 @@ ordo_add_mpi_test(NAME mpi_world_disagreeing_devices
 ordo_add_mpi_test(NAME mpi_world_no_finalize_after_peer_failure
   ARGS -np 2 -x ORDO_TEST_PEER_FAILURE=1 -x ORDO_NUM_DEVICES=1 ${world_test} --gtest_filter=MpiWorldPeerFailure.*
   PASS_REGULAR_EXPRESSION "exits without MPI_Finalize \\(it would wait for a failed peer\\): test: every peer is taken for failed[^\n]*\n(.|\n)*exiting improperly")
+
+# ordo's process mesh: its wire and sockets without processes, then under
+# mpirun, each run bounded by mpirun's --timeout (20 s) inside ctest's.
+add_executable(mesh_wire_test tests/mpi/mesh_wire_test.cc)
+target_include_directories(mesh_wire_test PRIVATE src tests)
+target_compile_options(mesh_wire_test PRIVATE -Wall -Wextra)
+target_link_libraries(mesh_wire_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+gtest_discover_tests(mesh_wire_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+add_executable(process_mesh_test tests/mpi/process_mesh_test.cc)
+target_include_directories(process_mesh_test PRIVATE src tests)
+target_compile_options(process_mesh_test PRIVATE -Wall -Wextra)
+target_link_libraries(process_mesh_test PRIVATE ordo GTest::gtest)
+
+# ordo_add_mesh_test(NAME <name> CHECKS <mesh_expect.sh options...> ARGS <mpirun arguments...>)
+function(ordo_add_mesh_test)
+  cmake_parse_arguments(T "" "NAME" "CHECKS;ARGS" ${ARGN})
+  add_test(NAME ${T_NAME} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/mesh_expect.sh ${T_CHECKS} --
+           --timeout 20 ${T_ARGS})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT 40 LABELS mpi)
+endfunction()
+
+set(mesh_test $<TARGET_FILE:process_mesh_test>)
+set(pass_line "^ordo-mesh-test PASS: process [0-9]+ heard")
+foreach(processes 2 3)
+  ordo_add_mesh_test(NAME mpi_mesh_news_${processes} CHECKS --status 0
+    ARGS -np ${processes} ${mesh_test} --gtest_filter=ProcessMesh.*)
+  math(EXPR survivors "${processes} - 1")
+  # The victim is the last process: process 1 of 2, process 2 of 3.
+  ordo_add_mesh_test(NAME mpi_mesh_sigkill_${processes}
+    CHECKS --expect ${survivors} "${pass_line} in [0-4]\\.[0-9]+ s: process ${survivors} \\(host [^,]+, pid [0-9]+\\) died: its connection closed without a goodbye$"
+    ARGS -np ${processes} -x ORDO_TEST_MESH_DEATH=sigkill ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
+  ordo_add_mesh_test(NAME mpi_mesh_last_words_${processes}
+    CHECKS --expect ${survivors} "${pass_line} in [0-4]\\.[0-9]+ s: process ${survivors} \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom$"
+    ARGS -np ${processes} -x ORDO_TEST_MESH_DEATH=last_words ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
+endforeach()
+
+# Survivors that wait: mpirun's SIGTERM, and ordo's message naming the dead.
+ordo_add_mesh_test(NAME mpi_mesh_sigterm_names_the_dead
+  CHECKS --expect 2 "${pass_line}"
+         --expect 2 "^ordo: process [01] \\(host [^)]+\\): stopped by mpirun \\(SIGTERM\\) because another process ended. ordo saw: process 2 \\(host [^,]+, pid [0-9]+\\) died: its connection closed without a goodbye"
+  ARGS -np 3 -x ORDO_TEST_MESH_DEATH=sigkill -x ORDO_TEST_MESH_AFTER=sigterm ${mesh_test}
+       --gtest_filter=ProcessMeshDeath.*)
+ordo_add_mesh_test(NAME mpi_mesh_sigterm_with_no_failure
+  CHECKS --expect 1 "${pass_line} process 0 end"
+         --expect 1 "^ordo: process 0 \\(host [^)]+\\): stopped by mpirun \\(SIGTERM\\) because another process ended. ordo saw no failure$"
+  ARGS -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test} --gtest_filter=ProcessMeshSigterm.*)
+
+# Every process ends cleanly: no death, MPI_Finalize everywhere.
+ordo_add_mesh_test(NAME mpi_mesh_clean_exit
+  CHECKS --status 0 --expect 0 "exiting improperly|died|without MPI_Finalize"
+  ARGS -np 3 ${mesh_test} --gtest_filter=ProcessMeshCleanExit.*)

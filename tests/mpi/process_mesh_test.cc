@@ -1,0 +1,201 @@
+// ordo's process mesh under mpirun (tests/mpi/mpi_tests.cmake): device news
+// between processes, and what survivors learn of a process that dies. The
+// death cases end with the survivors printing "ordo-mesh-test PASS ..." and
+// leaving with _exit(0) before mpirun's SIGTERM; tests/mpi/mesh_expect.sh
+// counts those lines (mpirun itself fails the job, a process died).
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/mpi/mpi_world.h"
+#include "comm/mpi/process_mesh.h"
+
+namespace ordo::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the handlers heard, waited for with a deadline.
+struct Heard {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<DeviceNews> news;
+  std::vector<std::pair<int, std::string>> deaths;
+
+  ProcessMesh::Handlers handlers() {
+    return {[this](int process, const std::string& reason) {
+              std::lock_guard<std::mutex> lock(mu);
+              deaths.emplace_back(process, reason);
+              changed.notify_all();
+            },
+            [this](const DeviceNews& n) {
+              std::lock_guard<std::mutex> lock(mu);
+              news.push_back(n);
+              changed.notify_all();
+            }};
+  }
+  template <typename Done>
+  bool wait(Done done, std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu);
+    return changed.wait_for(lock, limit, done);
+  }
+};
+
+const MpiWorld& world() { return MpiWorld::join(1); }
+ProcessMesh& mesh() { return ProcessMesh::join(world()); }
+bool is_victim() { return world().rank() == world().size() - 1; }
+
+void barrier() { ASSERT_EQ(MPI_Barrier(world().comm()), MPI_SUCCESS); }
+
+std::vector<DeviceNews> news_of(int process) {
+  return {{DeviceNews::Kind::kFailed, process, "device " + std::to_string(process) + " raised: boom"},
+          {DeviceNews::Kind::kAbsent, process, "its spawn thread returned"},
+          {DeviceNews::Kind::kPresent, process, ""}};
+}
+
+TEST(ProcessMesh, EveryProcessHearsEveryOthersNewsInOrder) {
+  Heard heard;
+  mesh().set_handlers(heard.handlers());
+  barrier();  // every process listens before anyone speaks
+  for (const DeviceNews& n : news_of(world().rank())) mesh().announce(n);
+  const size_t expected = 3 * static_cast<size_t>(world().size() - 1);
+  ASSERT_TRUE(heard.wait([&] { return heard.news.size() >= expected; }, std::chrono::seconds(10)))
+      << "heard " << heard.news.size() << " of " << expected << " news";
+  std::lock_guard<std::mutex> lock(heard.mu);
+  EXPECT_EQ(heard.news.size(), expected);
+  for (int sender = 0; sender < world().size(); ++sender) {
+    std::vector<DeviceNews> from;
+    for (const DeviceNews& n : heard.news) {
+      if (n.device == sender) from.push_back(n);
+    }
+    const std::vector<DeviceNews> sent = sender == world().rank() ? std::vector<DeviceNews>{} : news_of(sender);
+    ASSERT_EQ(from.size(), sent.size()) << "from process " << sender;
+    for (size_t i = 0; i < sent.size(); ++i) {
+      EXPECT_EQ(from[i].kind, sent[i].kind) << sender << " #" << i;
+      EXPECT_EQ(from[i].reason, sent[i].reason) << sender << " #" << i;
+    }
+  }
+  EXPECT_TRUE(heard.deaths.empty());
+}
+
+// News sent while nobody listened reach the next device_news handler.
+TEST(ProcessMesh, NewsThatCameWhileNobodyListenedReachTheNextHandler) {
+  mesh().set_handlers({});
+  barrier();
+  if (world().rank() == 0) mesh().announce({DeviceNews::Kind::kAbsent, 0, "early"});
+  barrier();
+  if (world().rank() == 0) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the mesh thread read it
+  Heard heard;
+  mesh().set_handlers(heard.handlers());
+  ASSERT_TRUE(heard.wait([&] { return !heard.news.empty(); }, std::chrono::seconds(10)));
+  std::lock_guard<std::mutex> lock(heard.mu);
+  EXPECT_EQ(heard.news[0].reason, "early");
+  mesh().set_handlers({});
+}
+
+// Every process ends cleanly, the victim first (std::exit: its goodbye,
+// then MPI_Finalize, which waits for the others): no death is seen.
+TEST(ProcessMeshCleanExit, AGoodbyeIsNoDeath) {
+  Heard heard;
+  mesh().set_handlers(heard.handlers());
+  barrier();
+  if (is_victim()) std::exit(0);
+  // Its goodbye and the end of its stream come within this wait.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(mesh().dead_processes().empty());
+  std::lock_guard<std::mutex> lock(heard.mu);
+  EXPECT_TRUE(heard.deaths.empty()) << heard.deaths[0].second;
+}
+
+// What each case does to the victim, after the mesh is up.
+void end_victim(const char* how) {
+  if (std::string(how) == "sigkill") raise(SIGKILL);
+  mesh().say_last_words("raised RuntimeError: boom");
+  _exit(1);
+}
+
+// ORDO_TEST_MESH_DEATH=sigkill|last_words: the last process ends that way;
+// every other one must hear it within 5 s, with its reason, then leaves
+// (ORDO_TEST_MESH_AFTER=exit) or waits for mpirun's SIGTERM (=sigterm).
+TEST(ProcessMeshDeath, EverySurvivorHearsWhoDiedAndWhy) {
+  const char* how = std::getenv("ORDO_TEST_MESH_DEATH");
+  if (how == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  Heard heard;
+  mesh().set_handlers(heard.handlers());
+  barrier();
+  if (is_victim()) end_victim(how);
+  const int victim = world().size() - 1;
+  const auto start = Clock::now();
+  ASSERT_TRUE(heard.wait([&] { return !heard.deaths.empty(); }, std::chrono::seconds(5)))
+      << "no death heard within 5 s";
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // The first death heard is the victim's; other survivors may leave
+  // before this one looks.
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(heard.mu);
+    EXPECT_EQ(heard.deaths[0].first, victim);
+    reason = heard.deaths[0].second;
+  }
+  const std::string expected = world().describe_process(victim) + (std::string(how) == "sigkill"
+                                                                       ? " died: its connection closed without a goodbye"
+                                                                       : " raised RuntimeError: boom");
+  EXPECT_EQ(reason, expected);
+  EXPECT_EQ(mesh().dead_processes().at(victim), expected);
+  // A handler set later hears it at once.
+  Heard later;
+  mesh().set_handlers(later.handlers());
+  EXPECT_NE(std::find(later.deaths.begin(), later.deaths.end(), std::make_pair(victim, expected)),
+            later.deaths.end());
+  if (::testing::Test::HasFailure()) return;
+  std::printf("ordo-mesh-test PASS: process %d heard in %.2f s: %s\n", world().rank(), seconds, reason.c_str());
+  std::fflush(stdout);
+  const char* after = std::getenv("ORDO_TEST_MESH_AFTER");
+  if (after != nullptr && std::string(after) == "sigterm") {
+    std::this_thread::sleep_for(std::chrono::seconds(20));  // mpirun's SIGTERM comes first
+    std::printf("ordo-mesh-test FAIL: process %d was not stopped\n", world().rank());
+    std::fflush(stdout);
+  }
+  _exit(0);  // before mpirun's SIGTERM, and without MPI_Finalize (a peer is dead)
+}
+
+// With no failure seen, a SIGTERM says so.
+TEST(ProcessMeshSigterm, WithNoFailureSeenItSaysSo) {
+  if (std::getenv("ORDO_TEST_MESH_SIGTERM") == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  mesh();
+  barrier();
+  if (world().rank() == 0) raise(SIGTERM);
+  Heard heard;
+  mesh().set_handlers(heard.handlers());
+  ASSERT_TRUE(heard.wait([&] { return !heard.deaths.empty(); }, std::chrono::seconds(5)));
+  std::printf("ordo-mesh-test PASS: process %d heard process 0 end\n", world().rank());
+  std::fflush(stdout);
+  _exit(0);
+}
+
+}  // namespace
+}  // namespace ordo::comm
+
+// A run whose filter matched nothing, or whose tests all skipped, is a
+// failure: mpi_tests.cmake picks the tests of each run by filter.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int failed = RUN_ALL_TESTS();
+  if (failed == 0 && ::testing::UnitTest::GetInstance()->successful_test_count() == 0) {
+    std::fprintf(stderr, "process_mesh_test: no test ran to success (filter or environment wrong)\n");
+    return 1;
+  }
+  return failed;
+}
