@@ -1,5 +1,7 @@
 // ordo's process mesh without MPI: its frames, where it listens, and its
 // sockets over loopback.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -151,6 +153,13 @@ TEST(MeshAddress, OrdoMeshAddressWinsAndMustBeAnAddress) {
   unsetenv("OMPI_MCA_oob_tcp_if_include");
 }
 
+int socket_option(int fd, int level, int name) {
+  int value = -1;
+  socklen_t size = sizeof(value);
+  getsockopt(fd, level, name, &value, &size);
+  return value;
+}
+
 TEST(MeshSocket, ConnectsSendsAndSeesTheEnd) {
   const MeshListener listener = listen_on("127.0.0.1");
   ASSERT_GT(listener.port, 0);
@@ -165,6 +174,14 @@ TEST(MeshSocket, ConnectsSendsAndSeesTheEnd) {
     ASSERT_TRUE(read_available(server, got, error)) << error;
   }
   EXPECT_EQ(got, frame);
+  // A silent host is found by keepalive: ~5 s idle, then 5 probes 1 s apart.
+  for (int fd : {client, server}) {
+    EXPECT_EQ(socket_option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    EXPECT_EQ(socket_option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    EXPECT_EQ(socket_option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+    EXPECT_EQ(socket_option(fd, IPPROTO_TCP, TCP_KEEPCNT), 5);
+    EXPECT_EQ(socket_option(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 10000);
+  }
   shutdown(client, SHUT_WR);
   bool open = true;
   while (open && MeshClock::now() < deadline) open = read_available(server, got, error);
