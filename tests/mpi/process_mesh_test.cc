@@ -29,8 +29,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the handlers heard, waited for with a deadline.
+const MpiWorld& world() { return MpiWorld::join(1); }
+ProcessMesh& mesh() { return ProcessMesh::join(world()); }
+
+// What the mesh's handlers heard while this lives (it registers them, and
+// unregisters them before it goes), waited for with a deadline.
 struct Heard {
+  Heard() { mesh().set_handlers(handlers()); }
+  ~Heard() { mesh().set_handlers({}); }  // never with mu held: a handler may be waiting for it
+
   std::mutex mu;
   std::condition_variable changed;
   std::vector<DeviceNews> news;
@@ -55,8 +62,6 @@ struct Heard {
   }
 };
 
-const MpiWorld& world() { return MpiWorld::join(1); }
-ProcessMesh& mesh() { return ProcessMesh::join(world()); }
 bool is_victim() { return world().rank() == world().size() - 1; }
 
 void barrier() { ASSERT_EQ(MPI_Barrier(world().comm()), MPI_SUCCESS); }
@@ -69,7 +74,6 @@ std::vector<DeviceNews> news_of(int process) {
 
 TEST(ProcessMesh, EveryProcessHearsEveryOthersNewsInOrder) {
   Heard heard;
-  mesh().set_handlers(heard.handlers());
   barrier();  // every process listens before anyone speaks
   for (const DeviceNews& n : news_of(world().rank())) mesh().announce(n);
   const size_t expected = 3 * static_cast<size_t>(world().size() - 1);
@@ -101,18 +105,15 @@ TEST(ProcessMesh, NewsThatCameWhileNobodyListenedReachTheNextHandler) {
   if (world().rank() == 0) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the mesh thread read it
   Heard heard;
-  mesh().set_handlers(heard.handlers());
   ASSERT_TRUE(heard.wait([&] { return !heard.news.empty(); }, std::chrono::seconds(10)));
   std::lock_guard<std::mutex> lock(heard.mu);
   EXPECT_EQ(heard.news[0].reason, "early");
-  mesh().set_handlers({});
 }
 
 // Every process ends cleanly, the victim first (std::exit: its goodbye,
 // then MPI_Finalize, which waits for the others): no death is seen.
 TEST(ProcessMeshCleanExit, AGoodbyeIsNoDeath) {
   Heard heard;
-  mesh().set_handlers(heard.handlers());
   barrier();
   if (is_victim()) std::exit(0);
   // Its goodbye and the end of its stream come within this wait.
@@ -146,7 +147,6 @@ TEST(ProcessMeshDeath, EverySurvivorHearsWhoDiedAndWhy) {
   const char* how = std::getenv("ORDO_TEST_MESH_DEATH");
   if (how == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
   Heard heard;
-  mesh().set_handlers(heard.handlers());
   barrier();
   if (is_victim()) end_victim(how);
   const int victim = world().size() - 1;
@@ -167,9 +167,11 @@ TEST(ProcessMeshDeath, EverySurvivorHearsWhoDiedAndWhy) {
   EXPECT_EQ(mesh().dead_processes().at(victim), expected);
   // A handler set later hears it at once.
   Heard later;
-  mesh().set_handlers(later.handlers());
-  EXPECT_NE(std::find(later.deaths.begin(), later.deaths.end(), std::make_pair(victim, expected)),
-            later.deaths.end());
+  {
+    std::lock_guard<std::mutex> lock(later.mu);  // other survivors' ends may come meanwhile
+    EXPECT_NE(std::find(later.deaths.begin(), later.deaths.end(), std::make_pair(victim, expected)),
+              later.deaths.end());
+  }
   if (::testing::Test::HasFailure()) return;
   std::printf("ordo-mesh-test PASS: process %d heard in %.2f s: %s\n", world().rank(), seconds, reason.c_str());
   std::fflush(stdout);
@@ -189,7 +191,6 @@ TEST(ProcessMeshSigterm, WithNoFailureSeenItSaysSo) {
   barrier();
   if (world().rank() == 0) raise(SIGTERM);
   Heard heard;
-  mesh().set_handlers(heard.handlers());
   ASSERT_TRUE(heard.wait([&] { return !heard.deaths.empty(); }, std::chrono::seconds(5)));
   std::printf("ordo-mesh-test PASS: process %d heard process 0 end\n", world().rank());
   std::fflush(stdout);

@@ -23,7 +23,7 @@ namespace {
 // published (g_sigterm_deaths_length, release; the handler acquires).
 char g_sigterm_head[512];
 size_t g_sigterm_head_length = 0;
-char g_sigterm_deaths[4096];
+char g_sigterm_deaths[3072];  // with the head, under PIPE_BUF: one atomic write to mpirun's pipe
 std::atomic<size_t> g_sigterm_deaths_length{0};
 static_assert(std::atomic<size_t>::is_always_lock_free, "read from a signal handler");
 
@@ -39,17 +39,28 @@ void write_all(const char* bytes, size_t size) {
   }
 }
 
+// Appends size bytes at line[at], a byte at a time (no library call in
+// the handler); returns the new end.
+size_t append(char* line, size_t at, const char* bytes, size_t size) {
+  for (size_t i = 0; i < size; ++i) line[at++] = bytes[i];
+  return at;
+}
+
+// One write of the whole line, so that mpirun never forwards it cut by
+// another process's output.
 void on_sigterm(int) {
-  write_all(g_sigterm_head, g_sigterm_head_length);
+  static const char kNone[] = " no failure\n";
+  char line[sizeof(g_sigterm_head) + sizeof(g_sigterm_deaths) + sizeof(kNone)];
+  size_t at = append(line, 0, g_sigterm_head, g_sigterm_head_length);
   const size_t deaths = g_sigterm_deaths_length.load(std::memory_order_acquire);
   if (deaths == 0) {
-    static const char kNone[] = " no failure\n";
-    write_all(kNone, sizeof(kNone) - 1);
+    at = append(line, at, kNone, sizeof(kNone) - 1);
   } else {
-    write_all(": ", 2);
-    write_all(g_sigterm_deaths, deaths);
-    write_all("\n", 1);
+    at = append(line, at, ": ", 2);
+    at = append(line, at, g_sigterm_deaths, deaths);
+    at = append(line, at, "\n", 1);
   }
+  write_all(line, at);
   _exit(128 + SIGTERM);  // never MPI_Finalize: it fences with the dead
 }
 

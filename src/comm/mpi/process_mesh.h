@@ -47,8 +47,8 @@
 // - mu_ guards handlers_, the deaths and the peers' liveness; it is never
 //   held while a handler runs or while a socket is written. Order:
 //   delivery_mu_, then mu_, then MpiWorld's failure record.
-// - Each peer's send_mu serializes the frames written to its stream; it is
-//   taken with the sender's deadline, so announce never waits long on a
+// - Each peer's sending gate serializes the frames written to its stream;
+//   it is entered with the sender's deadline, so announce never waits long on a
 //   slow or dead peer. A peer whose stream takes nothing for that long is
 //   dropped (its stream shut), and reported as dead.
 #pragma once
