@@ -131,7 +131,15 @@ ProcessMesh& ProcessMesh::join(const MpiWorld& world) {
   state->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   state->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (state->epoll_fd < 0 || state->wake_fd < 0) {
-    throw_error<CollectiveError>("ordo's process mesh cannot make its epoll or eventfd: ", std::strerror(errno));
+    const int error = errno;
+    // Closed, the streams tell the peers that this process is out.
+    for (const MeshConnection& c : connections) {
+      if (c.fd >= 0) close(c.fd);
+    }
+    for (int fd : {state->epoll_fd, state->wake_fd}) {
+      if (fd >= 0) close(fd);
+    }
+    throw_error<CollectiveError>("ordo's process mesh cannot make its epoll or eventfd: ", std::strerror(error));
   }
   epoll_event wake{EPOLLIN, {}};
   wake.data.u32 = static_cast<uint32_t>(connections.size());

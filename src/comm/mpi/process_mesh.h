@@ -42,8 +42,9 @@
 // - delivery_mu_ (recursive) is held around every handler call and by
 //   set_handlers: once set_handlers returns, the old handlers are not running
 //   and never run again. A handler may call every method (set_handlers
-//   included, on the same thread); a caller of set_handlers must not hold a
-//   lock that a handler takes.
+//   included, on the same thread; an announce from a handler holds up the
+//   mesh thread for as long as announce may wait); a caller of set_handlers
+//   must not hold a lock that a handler takes.
 // - mu_ guards handlers_, the deaths and the peers' liveness; it is never
 //   held while a handler runs or while a socket is written. Order:
 //   delivery_mu_, then mu_, then MpiWorld's failure record.
