@@ -18,7 +18,10 @@
 //   N) raised RuntimeError: boom") as soon as the words arrive;
 // - q's connection ends (EOF, reset, keepalive timeout after ~10 s of a
 //   silent host) without a goodbye: process_died(q, "process q (host h, pid
-//   N) died: its connection closed without a goodbye").
+//   N) died: its connection closed without a goodbye");
+// - q sends what is not a frame of the mesh, or takes nothing from this
+//   process for announce's whole wait: process_died(q, "process q (...) is
+//   taken for dead: <why>"), and its stream is shut.
 // Every death is also recorded with MpiWorld::record_peer_failure (the
 // process then never calls MPI_Finalize, whose fence would hang) and for
 // the SIGTERM handler below.
@@ -30,7 +33,8 @@
 //   with write(2) from a buffer the mesh thread keeps, then _exit(143).
 // - std::terminate: says the exception's type and what() as last words,
 //   then calls the previous terminate handler.
-// - atexit: the goodbye, then the mesh thread stops.
+// - atexit: the mesh thread stops, then the goodbye (so that peers closing
+//   their ends on it are no news).
 // The processes of an MPI job must not fork while the mesh runs: a child
 // would share the streams.
 //
@@ -39,19 +43,19 @@
 //   news arrived (per sender, the order it was sent); set_handlers also
 //   replays the deaths already seen, and the device news that came while
 //   nobody listened, on its caller's thread before it returns.
-// - delivery_mu_ (recursive) is held around every handler call and by
+// - State::delivery_mu (recursive) is held around every handler call and by
 //   set_handlers: once set_handlers returns, the old handlers are not running
 //   and never run again. A handler may call every method (set_handlers
 //   included, on the same thread; an announce from a handler holds up the
 //   mesh thread for as long as announce may wait); a caller of set_handlers
 //   must not hold a lock that a handler takes.
-// - mu_ guards handlers_, the deaths and the peers' liveness; it is never
-//   held while a handler runs or while a socket is written. Order:
-//   delivery_mu_, then mu_, then MpiWorld's failure record.
+// - State::mu guards the handlers, the deaths and the peers' liveness; it
+//   is never held while a handler runs or while a socket is written.
+//   Order: delivery_mu, then mu; MpiWorld's failure record is taken under
+//   neither.
 // - Each peer's sending gate serializes the frames written to its stream;
-//   it is entered with the sender's deadline, so announce never waits long on a
-//   slow or dead peer. A peer whose stream takes nothing for that long is
-//   dropped (its stream shut), and reported as dead.
+//   it is entered with the sender's deadline, so announce never waits long
+//   on a slow or dead peer.
 #pragma once
 
 #include <functional>
