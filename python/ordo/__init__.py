@@ -100,3 +100,26 @@ def set_collective_timeout(timeout_seconds, warn_seconds=None):
 
 def compile_cache_stats():
     return _C.compile_cache_stats()
+
+
+def _say_last_words_on_uncaught_exceptions():
+    """Under mpirun, an uncaught exception first tells the other processes why this one ends
+    ("raised RuntimeError: boom"), so that their errors name the cause rather than only the death.
+    Started without mpirun, sys.excepthook stays as it is."""
+    import os
+    import sys
+    if "OMPI_COMM_WORLD_SIZE" not in os.environ:
+        return
+    previous = sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        try:
+            _C._say_last_words(f"raised {kind.__name__}: {value}")
+        except Exception:  # noqa: BLE001 - the exception being reported matters more
+            pass
+        previous(kind, value, traceback)
+
+    sys.excepthook = excepthook
+
+
+_say_last_words_on_uncaught_exceptions()

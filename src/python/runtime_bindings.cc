@@ -3,6 +3,9 @@
 #include <charconv>
 #include <string_view>
 
+#ifdef ORDO_HAVE_MPI
+#include "comm/mpi/process_mesh.h"
+#endif
 #include "python/module.h"
 #include "python/waiting.h"
 #include "runtime/runtime.h"
@@ -131,6 +134,21 @@ void bind_runtime(py::module_& m) {
   m.def("clear_device_absent", &clear_device_absent);
   m.def("interrupt_device", &interrupt_device, WithoutGil());
   // Which runtime runs (0: none), so that spawn can tell whether fn replaced it.
+  // Python's excepthook under mpirun: tells the other processes why this
+  // one ends (False when this process has no process mesh).
+  m.def(
+      "_say_last_words",
+      [](const std::string& why) {
+#ifdef ORDO_HAVE_MPI
+        if (comm::ProcessMesh* mesh = comm::ProcessMesh::joined()) {
+          mesh->say_last_words(why);
+          return true;
+        }
+#endif
+        static_cast<void>(why);
+        return false;
+      },
+      WithoutGil());
   m.def("_runtime_generation", [] { return is_initialized() ? runtime::get().generation() : uint64_t{0}; });
 }
 

@@ -189,3 +189,62 @@ foreach(suite comm_conformance comm_exchange_conformance)
     endforeach()
   endforeach()
 endforeach()
+
+# ordo's process mesh: its wire and sockets without processes, then under
+# mpirun, each run bounded by mpirun's --timeout (20 s) inside ctest's.
+add_executable(mesh_wire_test tests/mpi/mesh_wire_test.cc)
+target_include_directories(mesh_wire_test PRIVATE src tests)
+target_compile_options(mesh_wire_test PRIVATE -Wall -Wextra)
+target_link_libraries(mesh_wire_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+gtest_discover_tests(mesh_wire_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+add_executable(process_mesh_test tests/mpi/process_mesh_test.cc)
+target_include_directories(process_mesh_test PRIVATE src tests)
+target_compile_options(process_mesh_test PRIVATE -Wall -Wextra)
+target_link_libraries(process_mesh_test PRIVATE ordo GTest::gtest)
+
+# ordo_add_mesh_test(NAME <name> CHECKS <mesh_expect.sh options...> ARGS <mpirun arguments...>)
+# (mpirun may cut one process's line into another's: no ^ or $ in the checks)
+function(ordo_add_mesh_test)
+  cmake_parse_arguments(T "" "NAME" "CHECKS;ARGS" ${ARGN})
+  add_test(NAME ${T_NAME} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/mesh_expect.sh ${T_CHECKS} --
+           --timeout 20 ${T_ARGS})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT 40 LABELS mpi)
+endfunction()
+
+set(mesh_test $<TARGET_FILE:process_mesh_test>)
+set(pass_line "ordo-mesh-test PASS: process [0-9]+ heard")
+# mpirun SIGTERMs the survivors ~1 s after a death, which would race with
+# their checks on a loaded machine: off where a process dies on purpose.
+set(survive_deaths --mca orte_abort_on_non_zero_status 0)
+foreach(processes 2 3)
+  ordo_add_mesh_test(NAME mpi_mesh_news_${processes} CHECKS --status 0
+    ARGS -np ${processes} ${mesh_test} --gtest_filter=ProcessMesh.*)
+  math(EXPR survivors "${processes} - 1")
+  # The victim is the last process: process 1 of 2, process 2 of 3.
+  ordo_add_mesh_test(NAME mpi_mesh_sigkill_${processes}
+    CHECKS --expect ${survivors} "${pass_line} in [0-4]\\.[0-9]+ s: process ${survivors} \\(host [^,]+, pid [0-9]+\\) died: its connection closed without a goodbye"
+    ARGS ${survive_deaths} -np ${processes} -x ORDO_TEST_MESH_DEATH=sigkill ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
+  ordo_add_mesh_test(NAME mpi_mesh_last_words_${processes}
+    CHECKS --expect ${survivors} "${pass_line} in [0-4]\\.[0-9]+ s: process ${survivors} \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom"
+    ARGS ${survive_deaths} -np ${processes} -x ORDO_TEST_MESH_DEATH=last_words ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
+endforeach()
+ordo_add_mesh_test(NAME mpi_mesh_uncaught_exception
+  CHECKS --expect 1 "${pass_line} in [0-4]\\.[0-9]+ s: process 1 \\(host [^,]+, pid [0-9]+\\) raised std::runtime_error: boom"
+  ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_DEATH=uncaught ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
+
+# A SIGTERM after a death (as mpirun sends it): ordo's message names the dead.
+ordo_add_mesh_test(NAME mpi_mesh_sigterm_names_the_dead
+  CHECKS --expect 2 "${pass_line}"
+         --expect 2 "ordo: process [01] \\(host [^)]+\\): stopped by mpirun \\(SIGTERM\\) because another process ended. ordo saw: (.* )?process 2 \\(host [^,]+, pid [0-9]+\\) died: its connection closed without a goodbye"
+  ARGS ${survive_deaths} -np 3 -x ORDO_TEST_MESH_DEATH=sigkill -x ORDO_TEST_MESH_AFTER=sigterm ${mesh_test}
+       --gtest_filter=ProcessMeshDeath.*)
+ordo_add_mesh_test(NAME mpi_mesh_sigterm_with_no_failure
+  CHECKS --expect 1 "${pass_line} process 0 end"
+         --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by mpirun \\(SIGTERM\\) because another process ended. ordo saw no failure"
+  ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test} --gtest_filter=ProcessMeshSigterm.*)
+
+# Every process ends cleanly: no death, MPI_Finalize everywhere.
+ordo_add_mesh_test(NAME mpi_mesh_clean_exit
+  CHECKS --status 0 --expect 0 "exiting improperly|died|without MPI_Finalize"
+  ARGS -np 3 ${mesh_test} --gtest_filter=ProcessMeshCleanExit.*)

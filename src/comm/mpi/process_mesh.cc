@@ -1,0 +1,372 @@
+#include "comm/mpi/process_mesh.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "comm/mpi/mesh_hooks.h"
+#include "comm/mpi/mesh_join.h"
+#include "comm/mpi/mesh_socket.h"
+#include "ordo/error.h"
+
+namespace ordo::comm {
+namespace {
+
+constexpr auto kAnnounceWait = std::chrono::seconds(2);
+constexpr auto kLastWordsWait = std::chrono::seconds(1);
+constexpr auto kStopWait = std::chrono::seconds(2);
+
+std::mutex g_join_mu;
+std::atomic<ProcessMesh*> g_mesh{nullptr};  // made once, never destroyed
+
+void call_handler(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ordo: a handler of the process mesh raised (ignored): %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ordo: a handler of the process mesh raised (ignored)\n");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// One sender at a time on a stream, waited for until a deadline (a
+// timed_mutex would do, but ThreadSanitizer misreads its timed lock).
+class SendGate {
+ public:
+  bool enter_until(MeshClock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!free_.wait_until(lock, deadline, [&] { return !busy_; })) return false;
+    busy_ = true;
+    return true;
+  }
+  void leave() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = false;
+    }
+    free_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable free_;
+  bool busy_ = false;  // guarded by mu_
+};
+
+}  // namespace
+
+struct ProcessMesh::State {
+  struct Peer {
+    explicit Peer(MeshConnection connection) : fd(connection.fd), name(connection.name), reader(std::move(connection.reader)) {}
+    const int fd;            // -1 for this process; never closed while the process runs (no reuse)
+    const std::string name;  // "process 1 (host vm, pid 42)"
+    SendGate sending;
+    // The mesh thread's alone:
+    FrameReader reader;
+    bool said_goodbye = false;
+    // Guarded by mu:
+    bool open = true;
+    std::string dropped_because;  // why this process stopped writing to it
+  };
+
+  int rank = 0;
+  std::vector<std::unique_ptr<Peer>> peers;  // by rank
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::thread thread;
+  std::atomic<std::thread::id> thread_id{};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> said_last_words{false};
+  std::mutex stopped_mu;
+  std::condition_variable stopped_cv;
+  bool stopped = false;  // guarded by stopped_mu
+
+  std::recursive_mutex delivery_mu;
+  mutable std::mutex mu;
+  Handlers handlers;                   // guarded by mu
+  std::map<int, std::string> dead;     // guarded by mu
+  std::set<int> told;                  // deaths the current handlers heard of; guarded by mu
+  std::deque<DeviceNews> unheard_news; // while no device_news handler; guarded by mu
+
+  void run();
+  void on_readable(int q);
+  void on_frame(int q, const MeshFrame& frame);
+  void on_end(int q, const std::string& error);
+  void on_death(int q, const std::string& reason);
+  void deliver_death(int q);
+  void deliver_news(const DeviceNews& news);
+  void stop_watching(int q);
+  void send_to_all(const std::string& bytes, MeshClock::duration wait);
+  void close_streams();
+  void stop_thread();
+};
+
+ProcessMesh::ProcessMesh(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+ProcessMesh* ProcessMesh::joined() { return g_mesh.load(std::memory_order_acquire); }
+
+ProcessMesh& ProcessMesh::join(const MpiWorld& world) {
+  std::lock_guard<std::mutex> lock(g_join_mu);
+  if (ProcessMesh* mesh = joined()) return *mesh;
+  std::vector<MeshConnection> connections = connect_mesh(world);
+
+  auto state = std::make_unique<State>();
+  state->rank = world.rank();
+  state->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  state->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (state->epoll_fd < 0 || state->wake_fd < 0) {
+    const int error = errno;
+    // Closed, the streams tell the peers that this process is out.
+    for (const MeshConnection& c : connections) {
+      if (c.fd >= 0) close(c.fd);
+    }
+    for (int fd : {state->epoll_fd, state->wake_fd}) {
+      if (fd >= 0) close(fd);
+    }
+    throw_error<CollectiveError>("ordo's process mesh cannot make its epoll or eventfd: ", std::strerror(error));
+  }
+  epoll_event wake{EPOLLIN, {}};
+  wake.data.u32 = static_cast<uint32_t>(connections.size());
+  epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, state->wake_fd, &wake);
+  for (size_t q = 0; q < connections.size(); ++q) {
+    state->peers.push_back(std::make_unique<State::Peer>(std::move(connections[q])));
+    if (state->peers.back()->fd < 0) continue;
+    epoll_event event{EPOLLIN | EPOLLRDHUP, {}};
+    event.data.u32 = static_cast<uint32_t>(q);
+    epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, state->peers.back()->fd, &event);
+  }
+  auto* mesh = new ProcessMesh(std::move(state));
+  install_mesh_hooks(world);
+  State* s = mesh->state_.get();
+  s->thread = std::thread([s] { s->run(); });
+  g_mesh.store(mesh, std::memory_order_release);
+  return *mesh;
+}
+
+void ProcessMesh::State::run() {
+  thread_id.store(std::this_thread::get_id());
+  epoll_event events[64];
+  while (!stopping.load()) {
+    const int ready = epoll_wait(epoll_fd, events, 64, -1);
+    if (ready < 0 && errno != EINTR) break;
+    for (int i = 0; i < ready && !stopping.load(); ++i) {
+      const uint32_t q = events[i].data.u32;
+      if (q == peers.size()) continue;  // woken to stop
+      on_readable(static_cast<int>(q));
+    }
+  }
+  std::lock_guard<std::mutex> lock(stopped_mu);
+  stopped = true;
+  stopped_cv.notify_all();
+}
+
+void ProcessMesh::State::on_readable(int q) {
+  Peer& peer = *peers[static_cast<size_t>(q)];
+  std::string bytes, error;
+  const bool still_open = read_available(peer.fd, bytes, error);
+  if (!bytes.empty()) {
+    peer.reader.append(bytes.data(), bytes.size());
+    try {
+      while (std::optional<MeshFrame> frame = peer.reader.next()) on_frame(q, *frame);
+    } catch (const CollectiveError& e) {
+      stop_watching(q);
+      on_death(q, str_cat(peer.name, " is taken for dead: ", e.what()));
+      return;
+    }
+  }
+  if (!still_open) on_end(q, error);
+}
+
+void ProcessMesh::State::on_frame(int q, const MeshFrame& frame) {
+  Peer& peer = *peers[static_cast<size_t>(q)];
+  switch (frame.kind) {
+    case FrameKind::kHello:
+      throw_error<CollectiveError>("a message from ", peer.name, " on ordo's process mesh is malformed (a second hello)");
+    case FrameKind::kGoodbye:
+      peer.said_goodbye = true;
+      return;
+    case FrameKind::kLastWords:
+      on_death(q, str_cat(peer.name, " ", frame.words));
+      return;
+    case FrameKind::kDeviceNews:
+      deliver_news(frame.news);
+      return;
+  }
+}
+
+void ProcessMesh::State::on_end(int q, const std::string& error) {
+  Peer& peer = *peers[static_cast<size_t>(q)];
+  stop_watching(q);
+  if (peer.said_goodbye) return;
+  std::string dropped_because;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    dropped_because = peer.dropped_because;
+  }
+  if (!dropped_because.empty()) {
+    on_death(q, str_cat(peer.name, " is taken for dead: it took no message from this process (", dropped_because, ")"));
+  } else if (error.empty()) {
+    on_death(q, str_cat(peer.name, " died: its connection closed without a goodbye"));
+  } else {
+    on_death(q, str_cat(peer.name, " died: its connection failed (", error, ")"));
+  }
+}
+
+void ProcessMesh::State::stop_watching(int q) {
+  Peer& peer = *peers[static_cast<size_t>(q)];
+  epoll_ctl(epoll_fd, EPOLL_CTL_DEL, peer.fd, nullptr);
+  shutdown(peer.fd, SHUT_RDWR);
+  std::lock_guard<std::mutex> lock(mu);
+  peer.open = false;
+}
+
+void ProcessMesh::State::on_death(int q, const std::string& reason) {
+  if (stopping.load()) return;  // exiting: peers closing their ends are no news
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!dead.emplace(q, reason).second) return;
+    record_death_for_sigterm(reason);
+  }
+  MpiWorld::record_peer_failure(reason);
+  deliver_death(q);
+}
+
+void ProcessMesh::State::deliver_death(int q) {
+  std::lock_guard<std::recursive_mutex> delivery(delivery_mu);
+  std::function<void(int, const std::string&)> process_died;
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!told.insert(q).second) return;  // set_handlers replayed it
+    process_died = handlers.process_died;
+    reason = dead.at(q);
+  }
+  if (process_died) call_handler([&] { process_died(q, reason); });
+}
+
+void ProcessMesh::State::deliver_news(const DeviceNews& news) {
+  std::lock_guard<std::recursive_mutex> delivery(delivery_mu);
+  std::function<void(const DeviceNews&)> device_news;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!handlers.device_news) {
+      unheard_news.push_back(news);
+      return;
+    }
+    device_news = handlers.device_news;
+  }
+  call_handler([&] { device_news(news); });
+}
+
+void ProcessMesh::set_handlers(Handlers handlers) {
+  State& s = *state_;
+  std::lock_guard<std::recursive_mutex> delivery(s.delivery_mu);
+  std::map<int, std::string> dead;
+  std::deque<DeviceNews> news;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.handlers = handlers;
+    dead = s.dead;
+    s.told.clear();
+    for (const auto& [q, reason] : dead) s.told.insert(q);
+    if (handlers.device_news) news.swap(s.unheard_news);
+  }
+  if (handlers.process_died) {
+    for (const auto& [q, reason] : dead) call_handler([&] { handlers.process_died(q, reason); });
+  }
+  for (const DeviceNews& n : news) call_handler([&] { handlers.device_news(n); });
+}
+
+void ProcessMesh::State::send_to_all(const std::string& bytes, MeshClock::duration wait) {
+  const MeshClock::time_point deadline = MeshClock::now() + wait;
+  for (size_t q = 0; q < peers.size(); ++q) {
+    Peer& peer = *peers[q];
+    if (peer.fd < 0) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!peer.open || !peer.dropped_because.empty()) continue;
+    }
+    // Another sender holding it this long is stuck on this peer itself,
+    // and drops it when its own wait ends.
+    if (!peer.sending.enter_until(deadline)) continue;
+    const std::string failure = send_all(peer.fd, bytes, deadline);
+    peer.sending.leave();
+    if (failure.empty()) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (peer.dropped_because.empty()) peer.dropped_because = failure;
+    }
+    // The mesh thread then reads the end and reports it.
+    shutdown(peer.fd, SHUT_RDWR);
+  }
+}
+
+void ProcessMesh::announce(const DeviceNews& news) {
+  state_->send_to_all(encode_frame(MeshFrame::device_news(news)), kAnnounceWait);
+}
+
+void ProcessMesh::say_last_words(const std::string& why) {
+  State& s = *state_;
+  if (s.said_last_words.exchange(true)) return;
+  MpiWorld::record_peer_failure(str_cat("it is ending on an error (", why, "), and its peers stop taking part"));
+  s.send_to_all(encode_frame(MeshFrame::last_words(why)), kLastWordsWait);
+}
+
+std::map<int, std::string> ProcessMesh::dead_processes() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->dead;
+}
+
+void ProcessMesh::State::close_streams() {
+  if (!said_last_words.load()) send_to_all(encode_frame(MeshFrame::goodbye()), kLastWordsWait);
+  for (const auto& peer : peers) {
+    if (peer->fd >= 0) shutdown(peer->fd, SHUT_WR);
+  }
+}
+
+void ProcessMesh::State::stop_thread() {
+  stopping.store(true);
+  const uint64_t one = 1;
+  if (write(wake_fd, &one, sizeof(one)) < 0) return;
+  if (thread_id.load() == std::this_thread::get_id()) {
+    thread.detach();  // exit() was called by a handler: the loop ends when it returns
+    return;
+  }
+  std::unique_lock<std::mutex> lock(stopped_mu);
+  if (stopped_cv.wait_for(lock, kStopWait, [&] { return stopped; })) {
+    lock.unlock();
+    thread.join();
+  } else {
+    thread.detach();  // stuck in a handler: exit proceeds without it
+  }
+}
+
+// At exit (an atexit hook that runs before MPI_Finalize's, being
+// registered after it): the thread ends, so that nothing of the mesh runs
+// while statics are destroyed, then a goodbye to every peer.
+void say_goodbye_at_exit() {
+  ProcessMesh* mesh = ProcessMesh::joined();
+  if (mesh == nullptr) return;
+  // The thread first: peers close their ends on the goodbye, which must not
+  // read as their deaths.
+  mesh->state_->stop_thread();
+  mesh->state_->close_streams();
+}
+
+}  // namespace ordo::comm

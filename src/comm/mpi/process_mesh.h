@@ -1,0 +1,117 @@
+// ordo's own control plane beside MPI: a TCP stream between every pair of
+// processes of the job, watched by one thread per process. Open MPI 4.1
+// never reports a dead peer (no ULFM) and mpirun SIGTERMs the survivors
+// about 1 s after a death; the mesh sees the death first (the kernel closes
+// a dead process's sockets, even after SIGKILL), says who died and why, and
+// carries news about devices from process to process.
+//
+//   ProcessMesh& mesh = ProcessMesh::join(world);        // every process, at one point
+//   mesh.set_handlers({[&](int process, const std::string& reason) { fail_devices_of(process, reason); },
+//                      [&](const DeviceNews& news) { mark(news); }});
+//   mesh.announce({DeviceNews::Kind::kFailed, 3, "device 3 raised ..."});
+//   mesh.say_last_words("raised RuntimeError: boom");     // before exiting on an error
+//
+// What each process learns of a peer q:
+// - q's connection ends after a goodbye (sent at q's exit by an atexit
+//   hook): a clean exit, nothing reported;
+// - q's last words, then anything: process_died(q, "process q (host h, pid
+//   N) raised RuntimeError: boom") as soon as the words arrive;
+// - q's connection ends (EOF, reset, keepalive timeout after ~10 s of a
+//   silent host) without a goodbye: process_died(q, "process q (host h, pid
+//   N) died: its connection closed without a goodbye");
+// - q sends what is not a frame of the mesh, or takes nothing from this
+//   process for announce's whole wait: process_died(q, "process q (...) is
+//   taken for dead: <why>"), and its stream is shut.
+// Every death is also recorded with MpiWorld::record_peer_failure (the
+// process then never calls MPI_Finalize, whose fence would hang) and for
+// the SIGTERM handler below.
+//
+// Process-wide hooks installed by join():
+// - SIGTERM, only if it is still SIG_DFL (Python leaves it so): writes
+//   "ordo: process p (host h): stopped by mpirun (SIGTERM) because another
+//   process ended; ordo saw: <the deaths seen>" (or "ordo saw no failure")
+//   with write(2) from a buffer the mesh thread keeps, then _exit(143).
+// - std::terminate: says the exception's type and what() as last words,
+//   then calls the previous terminate handler.
+// - atexit: the mesh thread stops, then the goodbye (so that peers closing
+//   their ends on it are no news).
+// The processes of an MPI job must not fork while the mesh runs: a child
+// would share the streams.
+//
+// Threads and locking:
+// - Handlers run on the mesh thread, one call at a time, in the order the
+//   news arrived (per sender, the order it was sent); set_handlers also
+//   replays the deaths already seen, and the device news that came while
+//   nobody listened, on its caller's thread before it returns.
+// - State::delivery_mu (recursive) is held around every handler call and by
+//   set_handlers: once set_handlers returns, the old handlers are not running
+//   and never run again. A handler may call every method (set_handlers
+//   included, on the same thread; an announce from a handler holds up the
+//   mesh thread for as long as announce may wait); a caller of set_handlers
+//   must not hold a lock that a handler takes.
+// - State::mu guards the handlers, the deaths and the peers' liveness; it
+//   is never held while a handler runs or while a socket is written.
+//   Order: delivery_mu, then mu; MpiWorld's failure record is taken under
+//   neither.
+// - Each peer's sending gate serializes the frames written to its stream;
+//   it is entered with the sender's deadline, so announce never waits long
+//   on a slow or dead peer.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "comm/mpi/mesh_frames.h"
+#include "comm/mpi/mpi_world.h"
+
+namespace ordo::comm {
+
+class ProcessMesh {
+ public:
+  // The mesh of this process, made once per process on the first call: a
+  // collective over world.comm() like MpiWorld::join (every process calls
+  // it at the same point, serialized with the process's other MPI calls).
+  // Lives until exit. Throws CollectiveError, on every process, when one
+  // cannot listen or a pair cannot connect within 20 s.
+  static ProcessMesh& join(const MpiWorld& world);
+  // The mesh if this process made one, else nullptr.
+  static ProcessMesh* joined();
+
+  struct Handlers {
+    // e.g. "process 1 (host vm, pid 42) died: its connection closed without a goodbye"
+    std::function<void(int process, const std::string& reason)> process_died;
+    // From another process.
+    std::function<void(const DeviceNews&)> device_news;
+  };
+  // Replaces the handlers (empty functions: nobody listens; deaths are still
+  // recorded and device news kept for the next device_news handler).
+  void set_handlers(Handlers handlers);
+
+  // To every other live process, in order; waits at most ~2 s in all for
+  // peers that take nothing.
+  void announce(const DeviceNews& news);
+
+  // Before this process exits because of an error: its peers are told why
+  // ("raised RuntimeError: boom"; they prefix who), so that their messages
+  // name the cause rather than only the death. No goodbye follows, and this
+  // process will not call MPI_Finalize (its peers stop taking part).
+  void say_last_words(const std::string& why);
+
+  // The deaths seen so far: process -> reason.
+  std::map<int, std::string> dead_processes() const;
+
+  ~ProcessMesh() = delete;  // lives until exit: the hooks above reach it
+  ProcessMesh(const ProcessMesh&) = delete;
+  ProcessMesh& operator=(const ProcessMesh&) = delete;
+
+ private:
+  struct State;
+  explicit ProcessMesh(std::unique_ptr<State> state);
+  friend void say_goodbye_at_exit();
+
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ordo::comm

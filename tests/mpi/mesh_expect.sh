@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs scripts/mpirun.sh and checks its output, for the tests where a
+# process dies on purpose (mpirun then fails the job whatever the others
+# did): the test passes only if every expectation holds.
+#
+#   mesh_expect.sh [--status N] [--expect COUNT REGEX]... -- <scripts/mpirun.sh arguments>
+#
+# --status N: mpirun must exit with N. --expect COUNT REGEX: exactly COUNT
+# lines of the output match the extended REGEX (0: none does). A line
+# "ordo-mesh-test FAIL" always fails the test.
+set -uo pipefail
+status_wanted=""
+expects=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case "$1" in
+    --status) status_wanted=$2; shift 2 ;;
+    --expect) expects+=("$2" "$3"); shift 3 ;;
+    *) echo "mesh_expect.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] && shift
+output=$(mktemp)
+trap 'rm -f "$output"' EXIT
+"$(dirname "$0")/../../scripts/mpirun.sh" "$@" >"$output" 2>&1
+status=$?
+cat "$output"
+echo "mesh_expect.sh: mpirun exited with $status"
+failed=0
+if [ -n "$status_wanted" ] && [ "$status" -ne "$status_wanted" ]; then
+  echo "mesh_expect.sh: FAIL: mpirun should have exited with $status_wanted"
+  failed=1
+fi
+if grep -q "ordo-mesh-test FAIL" "$output"; then failed=1; fi
+for ((i = 0; i < ${#expects[@]}; i += 2)); do
+  count=$(grep -cE -- "${expects[i + 1]}" "$output")
+  if [ "$count" -ne "${expects[i]}" ]; then
+    echo "mesh_expect.sh: FAIL: expected ${expects[i]} lines matching '${expects[i + 1]}', found $count"
+    failed=1
+  fi
+done
+exit $failed

@@ -1,0 +1,213 @@
+// ordo's process mesh under mpirun (tests/mpi/mpi_tests.cmake): device news
+// between processes, and what survivors learn of a process that dies. The
+// death cases end with the survivors printing "ordo-mesh-test PASS ..." and
+// leaving with _exit(0); tests/mpi/mesh_expect.sh counts those lines
+// (mpirun itself fails the job, a process died). mpi_tests.cmake runs them
+// with mpirun's SIGTERM of survivors off, which would race with the check
+// on a loaded machine.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/mpi/mpi_world.h"
+#include "comm/mpi/process_mesh.h"
+
+namespace ordo::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const MpiWorld& world() { return MpiWorld::join(1); }
+ProcessMesh& mesh() { return ProcessMesh::join(world()); }
+
+// What the mesh's handlers heard while this lives (it registers them, and
+// unregisters them before it goes), waited for with a deadline.
+struct Heard {
+  Heard() { mesh().set_handlers(handlers()); }
+  ~Heard() { mesh().set_handlers({}); }  // never with mu held: a handler may be waiting for it
+
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<DeviceNews> news;
+  std::vector<std::pair<int, std::string>> deaths;
+
+  ProcessMesh::Handlers handlers() {
+    return {[this](int process, const std::string& reason) {
+              std::lock_guard<std::mutex> lock(mu);
+              deaths.emplace_back(process, reason);
+              changed.notify_all();
+            },
+            [this](const DeviceNews& n) {
+              std::lock_guard<std::mutex> lock(mu);
+              news.push_back(n);
+              changed.notify_all();
+            }};
+  }
+  template <typename Done>
+  bool wait(Done done, std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu);
+    return changed.wait_for(lock, limit, done);
+  }
+};
+
+bool is_victim() { return world().rank() == world().size() - 1; }
+
+void barrier() { ASSERT_EQ(MPI_Barrier(world().comm()), MPI_SUCCESS); }
+
+std::vector<DeviceNews> news_of(int process) {
+  return {{DeviceNews::Kind::kFailed, process, "device " + std::to_string(process) + " raised: boom"},
+          {DeviceNews::Kind::kAbsent, process, "its spawn thread returned"},
+          {DeviceNews::Kind::kPresent, process, ""}};
+}
+
+TEST(ProcessMesh, EveryProcessHearsEveryOthersNewsInOrder) {
+  Heard heard;
+  barrier();  // every process listens before anyone speaks
+  for (const DeviceNews& n : news_of(world().rank())) mesh().announce(n);
+  const size_t expected = 3 * static_cast<size_t>(world().size() - 1);
+  ASSERT_TRUE(heard.wait([&] { return heard.news.size() >= expected; }, std::chrono::seconds(10)))
+      << "heard " << heard.news.size() << " of " << expected << " news";
+  std::lock_guard<std::mutex> lock(heard.mu);
+  EXPECT_EQ(heard.news.size(), expected);
+  for (int sender = 0; sender < world().size(); ++sender) {
+    std::vector<DeviceNews> from;
+    for (const DeviceNews& n : heard.news) {
+      if (n.device == sender) from.push_back(n);
+    }
+    const std::vector<DeviceNews> sent = sender == world().rank() ? std::vector<DeviceNews>{} : news_of(sender);
+    ASSERT_EQ(from.size(), sent.size()) << "from process " << sender;
+    for (size_t i = 0; i < sent.size(); ++i) {
+      EXPECT_EQ(from[i].kind, sent[i].kind) << sender << " #" << i;
+      EXPECT_EQ(from[i].reason, sent[i].reason) << sender << " #" << i;
+    }
+  }
+  EXPECT_TRUE(heard.deaths.empty());
+}
+
+// News sent while nobody listened reach the next device_news handler.
+TEST(ProcessMesh, NewsThatCameWhileNobodyListenedReachTheNextHandler) {
+  mesh().set_handlers({});
+  barrier();
+  if (world().rank() == 0) mesh().announce({DeviceNews::Kind::kAbsent, 0, "early"});
+  barrier();
+  if (world().rank() == 0) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the mesh thread read it
+  Heard heard;
+  ASSERT_TRUE(heard.wait([&] { return !heard.news.empty(); }, std::chrono::seconds(10)));
+  std::lock_guard<std::mutex> lock(heard.mu);
+  EXPECT_EQ(heard.news[0].reason, "early");
+}
+
+// Every process ends cleanly, the victim first (std::exit: its goodbye,
+// then MPI_Finalize, which waits for the others): no death is seen.
+TEST(ProcessMeshCleanExit, AGoodbyeIsNoDeath) {
+  Heard heard;
+  barrier();
+  if (is_victim()) std::exit(0);
+  // Its goodbye and the end of its stream come within this wait.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(mesh().dead_processes().empty());
+  std::lock_guard<std::mutex> lock(heard.mu);
+  EXPECT_TRUE(heard.deaths.empty()) << heard.deaths[0].second;
+}
+
+// What each case does to the victim, after the mesh is up.
+void end_victim(const std::string& how) {
+  if (how == "sigkill") raise(SIGKILL);
+  if (how == "uncaught") {
+    // Out of gtest's reach: std::terminate, whose hook says the last words.
+    std::thread([] { throw std::runtime_error("boom"); }).join();
+  }
+  mesh().say_last_words("raised RuntimeError: boom");
+  _exit(1);
+}
+
+std::string expected_words(const std::string& how) {
+  if (how == "sigkill") return " died: its connection closed without a goodbye";
+  if (how == "uncaught") return " raised std::runtime_error: boom";
+  return " raised RuntimeError: boom";
+}
+
+// ORDO_TEST_MESH_DEATH=sigkill|last_words|uncaught: the last process ends that way;
+// every other one must hear it within 5 s, with its reason, then leaves,
+// or (ORDO_TEST_MESH_AFTER=sigterm) gets the SIGTERM mpirun would send.
+TEST(ProcessMeshDeath, EverySurvivorHearsWhoDiedAndWhy) {
+  const char* how = std::getenv("ORDO_TEST_MESH_DEATH");
+  if (how == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  Heard heard;
+  barrier();
+  if (is_victim()) end_victim(how);
+  const int victim = world().size() - 1;
+  const auto start = Clock::now();
+  // Other survivors may leave (and be heard of) before the victim's death
+  // is: the streams of different peers are read in no particular order.
+  std::string reason;
+  auto victim_heard = [&] {
+    for (const auto& [process, why] : heard.deaths) {
+      if (process == victim) reason = why;
+    }
+    return !reason.empty();
+  };
+  ASSERT_TRUE(heard.wait(victim_heard, std::chrono::seconds(5))) << "no death of process " << victim << " within 5 s";
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::string expected = world().describe_process(victim) + expected_words(how);
+  EXPECT_EQ(reason, expected);
+  EXPECT_EQ(mesh().dead_processes().at(victim), expected);
+  // A handler set later hears it at once.
+  Heard later;
+  {
+    std::lock_guard<std::mutex> lock(later.mu);  // other survivors' ends may come meanwhile
+    EXPECT_NE(std::find(later.deaths.begin(), later.deaths.end(), std::make_pair(victim, expected)),
+              later.deaths.end());
+  }
+  if (::testing::Test::HasFailure()) return;
+  std::printf("ordo-mesh-test PASS: process %d heard in %.2f s: %s\n", world().rank(), seconds, reason.c_str());
+  std::fflush(stdout);
+  const char* after = std::getenv("ORDO_TEST_MESH_AFTER");
+  if (after != nullptr && std::string(after) == "sigterm") {
+    raise(SIGTERM);  // what mpirun sends ~1 s after a death
+    std::printf("ordo-mesh-test FAIL: process %d was not stopped by SIGTERM\n", world().rank());
+    std::fflush(stdout);
+  }
+  _exit(0);  // without MPI_Finalize: a peer is dead
+}
+
+// With no failure seen, a SIGTERM says so.
+TEST(ProcessMeshSigterm, WithNoFailureSeenItSaysSo) {
+  if (std::getenv("ORDO_TEST_MESH_SIGTERM") == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  mesh();
+  barrier();
+  if (world().rank() == 0) raise(SIGTERM);
+  Heard heard;
+  ASSERT_TRUE(heard.wait([&] { return !heard.deaths.empty(); }, std::chrono::seconds(5)));
+  std::printf("ordo-mesh-test PASS: process %d heard process 0 end\n", world().rank());
+  std::fflush(stdout);
+  _exit(0);
+}
+
+}  // namespace
+}  // namespace ordo::comm
+
+// A run whose filter matched nothing, or whose tests all skipped, is a
+// failure: mpi_tests.cmake picks the tests of each run by filter.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int failed = RUN_ALL_TESTS();
+  if (failed == 0 && ::testing::UnitTest::GetInstance()->successful_test_count() == 0) {
+    std::fprintf(stderr, "process_mesh_test: no test ran to success (filter or environment wrong)\n");
+    return 1;
+  }
+  return failed;
+}
