@@ -121,14 +121,25 @@ class CrossCollective::Watch {
 
   int leader_device() const { return owner_.plan_.group[owner_.plan_.local_ranks[0]]; }
   std::string where() const { return describe_at(like_, at_.sequence, owner_.plan_.group); }
+  // "3 (is waiting in all_reduce #2 on group [2, 3], its collective #2) on
+  // process 1 (host vm, pid 42)": what its process last said it does.
   std::string missing(const std::vector<bool>& heard) const {
     const GroupPlan& plan = owner_.plan_;
     std::string out;
     for (size_t p = 0; p < plan.processes.size(); ++p) {
       if (p == plan.me || heard[p]) continue;
       for (size_t rank : plan.ranks_of[p]) {
-        out += str_cat(out.empty() ? "" : ", ", plan.group[rank], " (",
-                       owner_.peers_.world.describe_process(plan.processes[p]), ": ", waiting_for_, ")");
+        const int device = plan.group[rank];
+        std::string what = waiting_for_;
+        for (const auto& [asked, question] : questions_) {
+          if (asked != device) continue;
+          if (std::optional<ProgressBoard::Seen> seen = owner_.peers_.board.answer(question)) {
+            what = seen->doing(at_.number, plan.text, at_.sequence);
+          }
+        }
+        // A member that arrived waits in its process for the others there.
+        if (what == ProgressBoard::Seen::kArriving) continue;
+        out += str_cat(out.empty() ? "" : ", ", device, " (", what, ")", owner_.on(device));
       }
     }
     return out;
@@ -150,9 +161,10 @@ class CrossCollective::Watch {
 CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
     : peers_(peers), meeting_(meeting), plan_(meeting.plan()), fingerprints_(plan_.local_ranks.size()) {}
 
-std::string CrossCollective::who(int device) const {
-  const DevicePlace& place = peers_.world.topology().place(device);
-  return str_cat("device ", device, " (", peers_.world.describe_process(place.process), ")");
+std::string CrossCollective::who(int device) const { return str_cat("device ", device, on(device)); }
+
+std::string CrossCollective::on(int device) const {
+  return str_cat(" on ", peers_.world.describe_process(peers_.world.topology().place(device).process));
 }
 
 void CrossCollective::send_to_others(const std::string& message, int tag) {
@@ -267,7 +279,8 @@ device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, c
     }
   }
   return {ErrorCode::kCollectiveMismatch,
-          mismatch_message(sequence, plan_.group, who(plan_.group[0]), texts[0], who(plan_.group[rank]), texts[rank])};
+          mismatch_message(sequence, plan_.group, str_cat("device ", plan_.group[0]), texts[0] + on(plan_.group[0]),
+                           str_cat("device ", plan_.group[rank]), texts[rank] + on(plan_.group[rank]))};
 }
 
 std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {

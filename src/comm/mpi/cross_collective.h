@@ -73,8 +73,10 @@ class CrossCollective {
   // of the group fail it too.
   void tell_failure(int64_t sequence, const device::Failure& failure);
 
-  // "device 2 (process 1 on host vm)"
+  // "device 2 on process 1 (host vm, pid 42)"
   std::string who(int device) const;
+  // " on process 1 (host vm, pid 42)"
+  std::string on(int device) const;
 
  private:
   // The headers of every other process (by position), or a failure.

@@ -53,9 +53,21 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
                             return gone_.clear_absent(news.device);
                         }
                       }});
+  answering_ = std::thread([this] {
+    while (!stopping_.load(std::memory_order_acquire)) {
+      try {
+        board_.pump();
+      } catch (const Error&) {
+        // A malformed question changes nothing here; its asker times out.
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  stopping_.store(true, std::memory_order_release);
+  answering_.join();
   mesh_.set_handlers({});
   link_.free_communicator(comm_);
 }
@@ -127,8 +139,9 @@ LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const Collec
                                                         describe_group(members));
     std::string absent;
     for (int d : missing) {
-      absent += str_cat(absent.empty() ? "" : ", ", d, " (", world_.describe_process(world_.topology().process()),
-                        ": has not arrived)");
+      absent += str_cat(absent.empty() ? "" : ", ", d, " (",
+                        board_.seen(d, number).doing(number, describe_group(members), sequence), ") on ",
+                        world_.describe_process(world_.topology().process()));
     }
     // A local member that ran this collective's number elsewhere never comes.
     for (int d : missing) {
@@ -165,15 +178,34 @@ LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const Collec
   return {check, told};
 }
 
+namespace {
+
+// Tells the board a device left its collective, however it leaves.
+class Finished {
+ public:
+  Finished(ProgressBoard& board, int device) : board_(board), device_(device) {}
+  ~Finished() { board_.finish(device_); }
+  Finished(const Finished&) = delete;
+  Finished& operator=(const Finished&) = delete;
+
+ private:
+  ProgressBoard& board_;
+  const int device_;
+};
+
+}  // namespace
+
 void MpiCommunicator::run(const CollectiveCall& call) {
   Route& route = route_for(call.attrs, call.device);
   if (route.group == nullptr) {
     board_.start(call.device, {call.op, route.partition, route.group_text, -1});
+    const Finished finished(board_, call.device);
     return local_.run(call);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
   const int64_t number = board_.start(call.device, {call.op, route.partition, route.group_text, sequence});
+  const Finished finished(board_, call.device);
   const LocalMeeting::Arrival arrival = group.meeting.arrive(
       route.index, sequence, &call, checks_for(group, &call, call.device, call.op, number, *route.partition));
   if (!arrival.leader) {
@@ -190,11 +222,13 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
   Route& route = route_for(attrs, device);
   if (route.group == nullptr) {
     board_.start(device, {op, route.partition, route.group_text, -1});
+    board_.finish(device);
     return local_.abandon(op, attrs, device, reason);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
   const int64_t number = board_.start(device, {op, route.partition, route.group_text, sequence});
+  const Finished finished(board_, device);
   group.meeting.abandon(route.index, sequence,
                         abandoned_failure(device, op, sequence, group.meeting.plan().group, reason),
                         checks_for(group, nullptr, device, op, number, *route.partition));

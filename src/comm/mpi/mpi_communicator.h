@@ -31,7 +31,9 @@
 
 #include <map>
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -117,6 +119,10 @@ class MpiCommunicator : public Communicator {
   std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
   std::mutex interrupt_mu_;           // keeps this and local_'s interrupt ids in step
+  // Answers other processes' questions (progress_board.h) every few
+  // milliseconds, even while every device of this process computes.
+  std::atomic<bool> stopping_{false};
+  std::thread answering_;
 };
 
 std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world);

@@ -14,6 +14,7 @@ namespace ordo::comm {
 namespace {
 
 constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
+constexpr size_t kRoundsKept = 4096;
 
 void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
 void put_bytes(std::string& out, std::string_view bytes) {
@@ -62,19 +63,55 @@ MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices
       interrupted_(interrupted),
       board_(board),
       inboxes_(static_cast<size_t>(world.topology().local_devices())),
-      waiting_(inboxes_.size(), false) {}
+      waiting_in_(inboxes_.size()),
+      rounds_(inboxes_.size()) {}
+
+int64_t MpiExchange::round_locked(size_t index, const Key& key) const {
+  const auto& next = rounds_[index].next;
+  auto it = next.find(key);
+  return it == next.end() ? 0 : it->second.first;
+}
+
+void MpiExchange::pass_round_locked(size_t index, const Key& key, int64_t round) {
+  Rounds& rounds = rounds_[index];
+  auto& [next, used] = rounds.next[key];
+  used = ++rounds.uses;
+  next = std::max(next, round + 1);
+}
+
+int64_t MpiExchange::take_round_locked(size_t index, const Key& key) {
+  Rounds& rounds = rounds_[index];
+  auto& [next, used] = rounds.next[key];
+  used = ++rounds.uses;
+  const int64_t round = next++;
+  // Round counts only tell a tag's rounds apart: a key unused for long
+  // (tags used once, like f"epoch_{n}") is forgotten, not kept forever.
+  if (rounds.next.size() > kRoundsKept) {
+    auto oldest = rounds.next.begin();
+    for (auto it = rounds.next.begin(); it != rounds.next.end(); ++it) {
+      if (it->second.second < oldest->second.second) oldest = it;
+    }
+    rounds.next.erase(oldest);
+  }
+  return round;
+}
 
 std::string MpiExchange::encode(const Note& note) {
   std::string out;
   put_u64(out, kNoteMagic);
-  put_u64(out, note.given_up ? 1 : 0);
+  put_u64(out, static_cast<uint64_t>(note.kind));
   put_u64(out, static_cast<uint64_t>(note.sender));
   put_u64(out, static_cast<uint64_t>(note.receiver));
-  put_u64(out, static_cast<uint64_t>(note.count));
+  put_u64(out, static_cast<uint64_t>(note.round));
   put_bytes(out, note.tag);
   put_u64(out, note.participants.size());
   for (int d : note.participants) put_u64(out, static_cast<uint64_t>(d));
   put_bytes(out, note.body);
+  put_bytes(out, note.other_tag);
+  put_u64(out, note.other_participants.size());
+  for (int d : note.other_participants) put_u64(out, static_cast<uint64_t>(d));
+  put_u64(out, static_cast<uint64_t>(note.other_round));
+  put_u64(out, static_cast<uint64_t>(note.code));
   return out;
 }
 
@@ -85,15 +122,26 @@ MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) cons
                                  " is not one of ordo's rendezvous (no header)");
   }
   Note note;
-  note.given_up = in.u64() != 0;
+  const uint64_t kind = in.u64();
+  if (kind > 2) {
+    throw_error<CollectiveError>("a message from ", world_.describe_process(source),
+                                 " is not one of ordo's rendezvous (an unknown kind)");
+  }
+  note.kind = static_cast<Note::Kind>(kind);
   note.sender = static_cast<int>(in.u64());
   note.receiver = static_cast<int>(in.u64());
-  note.count = static_cast<int64_t>(in.u64());
+  note.round = static_cast<int64_t>(in.u64());
   note.tag = in.bytes();
   const uint64_t n = in.u64();
   if (n > bytes.size()) in.bytes();  // fails: a count no message of this size can hold
   for (uint64_t i = 0; i < n; ++i) note.participants.push_back(static_cast<int>(in.u64()));
   note.body = in.bytes();
+  note.other_tag = in.bytes();
+  const uint64_t others = in.u64();
+  if (others > bytes.size()) in.bytes();  // fails, as above
+  for (uint64_t i = 0; i < others; ++i) note.other_participants.push_back(static_cast<int>(in.u64()));
+  note.other_round = static_cast<int64_t>(in.u64());
+  note.code = static_cast<ErrorCode>(in.u64());
   if (!world_.topology().is_local(note.receiver)) {
     throw_error<CollectiveError>("a rendezvous message from ", world_.describe_process(source), " is for device ",
                                  note.receiver, ", which this process does not drive");
@@ -113,15 +161,15 @@ void MpiExchange::pump() {
   }
 }
 
-void MpiExchange::tell_given_up(const ExchangeCall& call, const std::vector<int>& participants,
-                                const std::map<int, int64_t>& counts, const std::string& why) {
-  for (int e : participants) {
-    if (e == call.device) continue;
-    Note note{true, call.device, e, counts.at(e), std::string(call.tag), participants, why};
+void MpiExchange::tell(const Note& note) {
+  for (int e : note.participants) {
+    if (e == note.sender) continue;
+    Note copy = note;
+    copy.receiver = e;
     if (world_.topology().is_local(e)) {
-      deliver(std::move(note));
+      deliver(std::move(copy));
     } else {
-      link_.send_owned(encode(note), world_.topology().place(e).process, kExchangeTag);
+      link_.send_owned(encode(copy), world_.topology().place(e).process, kExchangeTag);
     }
   }
 }
@@ -129,31 +177,30 @@ void MpiExchange::tell_given_up(const ExchangeCall& call, const std::vector<int>
 std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::vector<int> participants) {
   const int me = call.device;
   const auto index = static_cast<size_t>(*world_.topology().index_of(me));
-  std::map<int, int64_t> counts;  // by peer: which of our shared exchanges this is
+  const Key key{std::string(call.tag), participants};
+  int64_t round = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (waiting_[index]) {
-      throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me,
-                                   " already waits in a rendezvous (on another thread): a device takes part in one "
-                                   "rendezvous at a time");
+    if (const std::optional<std::string>& other = waiting_in_[index]) {
+      throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me, " already waits in ", describe_tag(*other),
+                                   " (on another thread): a device takes part in one rendezvous at a time");
     }
-    waiting_[index] = true;
-    for (int e : participants) {
-      if (e != me) counts[e] = counts_[{me, e}]++;
-    }
+    waiting_in_[index] = std::string(call.tag);
+    round = take_round_locked(index, key);
   }
   struct NotWaiting {
     MpiExchange& self;
     size_t index;
     ~NotWaiting() {
       std::lock_guard<std::mutex> lock(self.mu_);
-      self.waiting_[index] = false;
+      self.waiting_in_[index].reset();
     }
   } not_waiting{*this, index};
 
   for (int e : participants) {
     if (e == me) continue;
-    Note note{false, me, e, counts[e], std::string(call.tag), participants, std::string(call.payload)};
+    Note note{Note::Kind::kPayload, me, e, round, key.first, participants, std::string(call.payload), {}, {}, -1,
+              ErrorCode::kCollectiveTimeout};
     if (world_.topology().is_local(e)) {
       deliver(std::move(note));
     } else {
@@ -174,48 +221,124 @@ std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::ve
     }
     return out;
   };
+  // The other round of a mismatch, once found.
+  std::optional<Note> other;
   auto give_up = [&](device::Failure failure) -> std::vector<std::string> {
-    tell_given_up(call, participants, counts, failure.message);
+    Note note{Note::Kind::kGivenUp, me, me, round, key.first, participants, failure.message, {}, {}, -1, failure.code};
+    if (failure.code == ErrorCode::kCollectiveMismatch && other) {
+      note.kind = Note::Kind::kMismatch;
+      note.other_tag = other->tag;
+      note.other_participants = other->participants;
+      note.other_round = other->round;
+    }
+    tell(note);
     failure.raise();
+  };
+  // A participant this device waits for that waits in another rendezvous
+  // this device has not done: each waits for the other.
+  auto cycle = [&](const Note& theirs, int64_t their_round) {
+    return device::Failure{
+        ErrorCode::kCollectiveMismatch,
+        str_cat("rendezvous mismatch: device ", me, " waits in ", describe_tag(call.tag), " (round ", round,
+                " of devices ", describe_group(participants), ") for device ", theirs.sender, " on ",
+                world_.describe_process(world_.topology().place(theirs.sender).process), ", which waits in ",
+                describe_tag(theirs.tag), " (round ", their_round, " of devices ", describe_group(theirs.participants),
+                ") for device ", me, ": they can never meet")};
   };
   Deadlines deadlines;
   Backoff backoff;
+  // Since when a participant this device waits for has waited in another
+  // rendezvous, as far as its messages show.
+  bool cycle_seen = false;
+  std::chrono::steady_clock::time_point cycle_since;
+  bool first_look = true;  // what came before this device did
   while (std::count(have.begin(), have.end(), false) > 0) {
     pump();
     std::optional<device::Failure> failure;
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::deque<Note>& inbox = inboxes_[index];
-      for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
-        const auto count = counts.find(it->sender);
-        const size_t rank = rank_of(it->sender);
-        if (count == counts.end() || it->count < count->second || (rank < have.size() && have[rank])) {
-          // Not of this exchange: a leftover of an earlier round (dropped),
-          // or of the sender's next one (kept for later).
-          it = (count == counts.end() || it->count > count->second) ? std::next(it) : inbox.erase(it);
+      auto erase_round = [&](const std::string& tag, const std::vector<int>& of, int64_t r) {
+        for (auto it = inbox.begin(); it != inbox.end();) {
+          const bool same = it->round == r && it->tag == tag && it->participants == of;
+          it = same ? inbox.erase(it) : std::next(it);
+        }
+      };
+      // Both rounds of a mismatch are doomed: this device is past them, so
+      // that what is left of them, now and to come, is dropped here.
+      auto pass = [&](const std::string& tag, const std::vector<int>& of, int64_t r) {
+        if (tag == key.first && of == key.second) return;  // this round: taken already
+        pass_round_locked(index, {tag, of}, r);
+        erase_round(tag, of, r);
+      };
+      // Leftovers of rounds this device is past go first.
+      for (auto it = inbox.begin(); it != inbox.end();) {
+        const bool mine = it->tag == key.first && it->participants == key.second;
+        if (it->round < (mine ? round : round_locked(index, {it->tag, it->participants}))) {
+          it = inbox.erase(it);
           continue;
         }
-        if (it->count > count->second || it->tag != call.tag || it->participants != participants) {
-          failure = device::Failure{
-              ErrorCode::kCollectiveMismatch,
-              str_cat("rendezvous mismatch: device ", me, " waits in ", describe_tag(call.tag), " of devices ",
-                      describe_group(participants), " for device ", it->sender, " (",
-                      world_.describe_process(world_.topology().place(it->sender).process), "), which waits in ",
-                      describe_tag(it->tag), " of devices ", describe_group(it->participants),
-                      ": they can never meet")};
-        } else if (it->given_up) {
-          failure = exchange_given_up(call.tag, it->body);
-        } else {
-          payloads[rank] = std::move(it->body);
-          have[rank] = true;
-        }
-        it = inbox.erase(it);
+        ++it;
       }
+      // Mismatch notes next: naming this round, they fail it.
+      for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
+        if (it->kind != Note::Kind::kMismatch) {
+          ++it;
+          continue;
+        }
+        const Note note = *it;
+        const bool names_mine = (note.tag == key.first && note.participants == key.second && note.round == round) ||
+                                (note.other_tag == key.first && note.other_participants == key.second &&
+                                 note.other_round == round);
+        if (names_mine) {
+          failure = device::Failure{ErrorCode::kCollectiveMismatch, note.body};
+          const bool first_is_mine = note.tag == key.first && note.participants == key.second;
+          other = note;
+          if (first_is_mine) {
+            other->tag = note.other_tag;
+            other->participants = note.other_participants;
+            other->round = note.other_round;
+          }
+        }
+        pass(note.tag, note.participants, note.round);
+        if (note.other_round >= 0) pass(note.other_tag, note.other_participants, note.other_round);
+        it = inbox.begin();
+      }
+      bool in_cycle = false;
+      for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
+        const bool mine = it->tag == key.first && it->participants == key.second;
+        const size_t rank = rank_of(it->sender);
+        const bool awaited = rank < have.size() && !have[rank];
+        if (mine && it->round == round) {
+          if (it->kind == Note::Kind::kGivenUp) {
+            if (it->code != ErrorCode::kCollectiveTimeout) {
+              failure = device::Failure{it->code, it->body};
+            } else if (first_look) {
+              failure = exchange_given_up(call.tag, it->body);
+            }
+          } else if (awaited) {
+            payloads[rank] = std::move(it->body);
+            have[rank] = true;
+          }
+          it = inbox.erase(it);
+          continue;
+        }
+        if (!mine && awaited && it->kind == Note::Kind::kPayload) {
+          in_cycle = true;
+          const auto now = std::chrono::steady_clock::now();
+          if (!cycle_seen) cycle_seen = true, cycle_since = now;
+          if (now - cycle_since >= std::chrono::milliseconds(50)) {
+            failure = cycle(*it, it->round);
+            other = *it;
+          }
+        }
+        ++it;  // a round to come: kept
+      }
+      if (!in_cycle) cycle_seen = false;
+      first_look = false;
+      if (other) pass(other->tag, other->participants, other->round);
     }
-    if (failure) {
-      if (failure->code == ErrorCode::kCollectiveMismatch) failure->raise();  // the peer finds it too
-      return give_up(std::move(*failure));
-    }
+    if (failure) return give_up(std::move(*failure));
     if (std::count(have.begin(), have.end(), false) == 0) break;
     if (interrupted()) {
       const std::string& cause = interrupt_cause();

@@ -4,20 +4,24 @@
 // all, kExchangeTag: the message names its round and its receiver) or
 // straight into the inbox of a device of this one.
 //
-// MPI keeps the messages of one sender in order, and a device takes part
-// in one exchange at a time in its program's order, so the k-th exchange
-// that devices d and e share is the same on both: each message carries
-// that count. A message of an older count is a leftover of a round that
-// failed and is dropped; one of the right count but another tag or
-// participant set means the two devices wait in different rendezvous:
-// both find it (each gets the other's message) and raise
-// CollectiveMismatchError. A participant that gives up (timeout, gone
-// peer, interrupt) tells the others, whose round fails at once.
+// Rounds are counted per tag, participant set and device, as in-process,
+// and every message names its round. MPI keeps the messages of one sender
+// in order and a device takes part in one exchange at a time, so when a
+// device waits for a participant and holds that participant's message of
+// another exchange it has not done, the two wait for each other in
+// different rendezvous: each holds the other's message, and both raise
+// CollectiveMismatchError (the first to see it for 50 ms tells the
+// participants of its round, naming both rounds; every device that hears
+// of them is past both, so that what is left of them is dropped). A cycle through three devices
+// or more is not seen across processes: it ends in the timeout. A message of a round the device is past is a
+// leftover and is dropped; one of a round to come is kept. A participant
+// that gives up (timeout, gone peer, interrupt) tells the others, whose
+// round fails at once, now or when they come.
 //
 // Whoever waits moves MPI forward: it takes every exchange message that
 // has come for any device of the process into that device's inbox.
 //
-// Locking: mu_ guards the inboxes, the counts and who waits. It is taken
+// Locking: mu_ guards the inboxes, the rounds and who waits where. It is taken
 // before the MPI lock (the link's), never while holding another lock of
 // the communicator.
 #pragma once
@@ -26,6 +30,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,13 +55,25 @@ class MpiExchange {
 
  private:
   struct Note {
-    bool given_up = false;
+    // A payload; or its sender gave up on the round (body: why), or found
+    // it can never complete (a mismatch: body is the message).
+    enum class Kind : uint64_t { kPayload = 0, kGivenUp = 1, kMismatch = 2 };
+    Kind kind = Kind::kPayload;
     int sender = 0;
     int receiver = 0;
-    int64_t count = 0;  // the k-th exchange of sender and receiver
+    int64_t round = 0;  // of the tag and participants, as the sender counts it
     std::string tag;
     std::vector<int> participants;
     std::string body;   // the payload, or why the sender gave up
+    // kMismatch: the other round of the cycle (the one the sender waited
+    // in, or the one it found a participant waiting in): both are doomed.
+    std::string other_tag;
+    std::vector<int> other_participants;
+    int64_t other_round = -1;
+    // kGivenUp: the sender's error. A timeout fails only participants that
+    // come after it (those that wait time out on their own, saying how
+    // long they waited); any other fails every participant alike.
+    ErrorCode code = ErrorCode::kCollectiveTimeout;
   };
   static std::string encode(const Note& note);
   Note decode(const std::string& bytes, int source) const;
@@ -64,8 +81,15 @@ class MpiExchange {
   void deliver(Note note);
   // Takes every exchange message that has come into its device's inbox.
   void pump();
-  void tell_given_up(const ExchangeCall& call, const std::vector<int>& participants,
-                     const std::map<int, int64_t>& counts, const std::string& why);
+  // Sends note (its receiver set to each) to every other participant.
+  void tell(const Note& note);
+  // The round device is at for key (the next it will do), counted up by
+  // take; the least recently used keys are forgotten past kRoundsKept.
+  using Key = std::pair<std::string, std::vector<int>>;
+  int64_t round_locked(size_t index, const Key& key) const;
+  int64_t take_round_locked(size_t index, const Key& key);
+  // The device will not take part in key's rounds before round + 1.
+  void pass_round_locked(size_t index, const Key& key, int64_t round);
 
   const MpiWorld& world_;
   MpiLink& link_;
@@ -74,8 +98,12 @@ class MpiExchange {
   ProgressBoard& board_;  // answered while waiting
   std::mutex mu_;
   std::vector<std::deque<Note>> inboxes_;       // by local device index
-  std::vector<bool> waiting_;                   // by local device index
-  std::map<std::pair<int, int>, int64_t> counts_;  // (local device, peer) -> exchanges so far
+  std::vector<std::optional<std::string>> waiting_in_;  // by local device index: the tag it waits in
+  struct Rounds {
+    std::map<Key, std::pair<int64_t, uint64_t>> next;  // key -> (next round, last use)
+    uint64_t uses = 0;
+  };
+  std::vector<Rounds> rounds_;  // by local device index
 };
 
 }  // namespace ordo::comm

@@ -44,11 +44,26 @@ struct Reader {
   }
 };
 
-}  // namespace
-
-std::string ProgressBoard::Seen::describe() const {
+std::string describe_collective(ir::OpKind op, int64_t sequence, const std::string& group) {
   if (sequence < 0) return str_cat(ir::op_name(op), " on group ", group);
   return str_cat(ir::op_name(op), " #", sequence, " on group ", group);
+}
+
+std::string note_text(const ProgressBoard::Note& note) {
+  return describe_collective(note.op, note.sequence, *note.group);
+}
+
+}  // namespace
+
+std::string ProgressBoard::Seen::describe() const { return describe_collective(op, sequence, group); }
+
+std::string ProgressBoard::Seen::doing(int64_t number, const std::string& waiting_group,
+                                      int64_t waiting_sequence) const {
+  if (started == 0) return "has not reached a collective yet";
+  if (state == State::kAt && group == waiting_group && sequence == waiting_sequence) return kArriving;
+  if (state == State::kAt) return str_cat("ran ", describe(), " as its collective #", number);
+  if (inside) return str_cat("is waiting in ", latest, ", its collective #", started - 1);
+  return str_cat("has not reached a collective since its collective #", started - 1, " (", latest, ")");
 }
 
 ProgressBoard::ProgressBoard(const MpiWorld& world, MpiLink& link)
@@ -61,11 +76,21 @@ int64_t ProgressBoard::start(int device, const Note& note) {
   return record.started++;
 }
 
+void ProgressBoard::finish(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++records_[static_cast<size_t>(*world_.topology().index_of(device))].finished;
+}
+
 ProgressBoard::Seen ProgressBoard::seen(int device, int64_t number) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Record& record = records_[static_cast<size_t>(*world_.topology().index_of(device))];
   Seen seen;
   seen.started = record.started;
+  seen.inside = record.finished < record.started;
+  if (record.started > 0) {
+    const Note& latest = record.notes[static_cast<size_t>((record.started - 1) % kHistory)];
+    seen.latest = note_text(latest);
+  }
   if (number >= record.started) return seen;
   if (record.started - number > kHistory) {
     seen.state = Seen::State::kForgotten;
@@ -123,6 +148,8 @@ void ProgressBoard::pump() {
     put(answer, question);
     put(answer, static_cast<uint64_t>(s.state));
     put(answer, static_cast<uint64_t>(s.started));
+    put(answer, static_cast<uint64_t>(s.inside));
+    put(answer, s.latest);
     put(answer, static_cast<uint64_t>(s.op));
     put(answer, s.partition);
     put(answer, s.group);
@@ -136,6 +163,8 @@ void ProgressBoard::pump() {
     Seen s;
     s.state = static_cast<Seen::State>(in.u64());
     s.started = static_cast<int64_t>(in.u64());
+    s.inside = in.u64() != 0;
+    s.latest = in.text();
     s.op = static_cast<ir::OpKind>(in.u64());
     s.partition = in.text();
     s.group = in.text();

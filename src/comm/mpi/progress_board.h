@@ -48,17 +48,27 @@ class ProgressBoard {
     const std::string* group;      // "[0, 1]"
     int64_t sequence;              // the collective's number in its group
   };
-  // Local device starts its next collective; returns the collective's number.
+  // Local device starts its next collective; returns the collective's
+  // number. finish: it left it (done or failed).
   int64_t start(int device, const Note& note);
+  void finish(int device);
 
   struct Seen {
     enum class State { kNotYet, kAt, kForgotten } state = State::kNotYet;
     int64_t started = 0;  // collectives the device started
+    bool inside = false;  // still in its latest
+    std::string latest;   // its latest, described
+    // Of the collective asked for, when kAt:
     ir::OpKind op = ir::OpKind::kAllReduce;
     std::string partition, group;
     int64_t sequence = 0;
     // "all_reduce #3 on group [0, 1]"
     std::string describe() const;
+    // What it does, for a peer that waits for it at its collective
+    // #number, #sequence of group: "has not reached a collective yet",
+    // "is waiting in all_reduce #3 on group [0, 1], its collective #3", ...
+    std::string doing(int64_t number, const std::string& waiting_group, int64_t waiting_sequence) const;
+    static constexpr const char* kArriving = "is arriving here";
   };
   // What local device did at its collective #number.
   Seen seen(int device, int64_t number) const;
@@ -75,6 +85,7 @@ class ProgressBoard {
   static constexpr int64_t kHistory = 16;
   struct Record {
     int64_t started = 0;
+    int64_t finished = 0;
     std::vector<Note> notes = std::vector<Note>(kHistory);  // collective #n at n % kHistory
   };
 
