@@ -18,6 +18,9 @@ using Clock = std::chrono::steady_clock;
 // before the data.
 constexpr size_t kEagerBytes = 64 * 1024;
 
+// How often a leader waiting for headers looks for failures, in polls.
+constexpr int kPollsPerFailureCheck = 8;
+
 size_t aligned_to_line(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 device::Failure failure_of(const Error& error) { return {error.code(), error.what()}; }
@@ -152,6 +155,7 @@ std::optional<device::Failure> CrossCollective::receive_headers(int64_t sequence
   size_t missing = plan_.processes.size() - 1;
   Watch watch(*this, like, sequence, /*interruptible=*/true, "no word from it");
   Backoff backoff;
+  int polls = 0;
   while (missing > 0) {
     for (size_t p = 0; p < plan_.processes.size(); ++p) {
       if (heard[p]) continue;
@@ -174,8 +178,12 @@ std::optional<device::Failure> CrossCollective::receive_headers(int64_t sequence
       }
     }
     if (missing == 0) break;
-    if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
-    if (std::optional<device::Failure> failure = watch.check(heard)) return failure;
+    // Failures are rare: looked for every few polls, so that most polls
+    // while a header is on its way are one probe.
+    if (++polls % kPollsPerFailureCheck == 0) {
+      if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
+      if (std::optional<device::Failure> failure = watch.check(heard)) return failure;
+    }
     backoff.pause();
   }
   return std::nullopt;
