@@ -154,7 +154,7 @@ void Backoff::pause() {
   using namespace std::chrono;
   const auto waited = steady_clock::now() - started_;
   if (waited < microseconds(50)) return;
-  if (waited < microseconds(300)) {
+  if (waited < milliseconds(5)) {
     std::this_thread::yield();
     return;
   }
