@@ -16,6 +16,9 @@
 #   both sides with --mca btl tcp,self: bus bandwidth (target >= 0.9x MPI).
 #   Needs root; skipped with a message otherwise.
 #
+# ORDO_BENCH_MPI=<program> measures another build's ordo_bench_mpi (to
+# compare two builds, each against MPI in its own invocation).
+#
 # Bus bandwidth = algbw x 2(n-1)/n, n = the world size, on both sides.
 # Every launch goes through scripts/mpirun.sh with the same options for
 # ordo (build/ordo_bench_mpi) and MPI (build/ordo_bench_mpi_reference).
@@ -27,7 +30,7 @@ cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=(2x1 2x2 tcp)
 scripts/build.sh >/dev/null
 sizes=(4194304 16777216 67108864)
-ordo_bench=$PWD/build/ordo_bench_mpi
+ordo_bench=${ORDO_BENCH_MPI:-$PWD/build/ordo_bench_mpi}
 mpi_bench=$PWD/build/ordo_bench_mpi_reference
 results=$(mktemp -d)
 namespaces=()
