@@ -21,6 +21,9 @@ constexpr size_t kEagerBytes = 64 * 1024;
 // How long a leader still looks for a gone peer's messages.
 constexpr auto kGoneGrace = std::chrono::milliseconds(250);
 
+// How often a leader waiting for headers looks for failures, in polls.
+constexpr int kPollsPerFailureCheck = 8;
+
 size_t aligned_to_line(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 device::Failure failure_of(const Error& error) { return {error.code(), error.what()}; }
@@ -216,6 +219,7 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
   const int64_t sequence = at.sequence;
   Watch watch(*this, like, at, /*interruptible=*/true, "no word from it");
   Backoff backoff;
+  int polls = 0;
   while (missing > 0) {
     for (size_t p = 0; p < plan_.processes.size(); ++p) {
       if (heard[p]) continue;
@@ -239,9 +243,16 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
     }
     // A process that gave up after its header went out says so: looked
     // at once more when every header is in.
-    if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
-    if (missing == 0) break;
-    if (std::optional<device::Failure> failure = watch.check(heard)) return failure;
+    if (missing == 0) {
+      if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
+      break;
+    }
+    // Failures are rare: looked for every few polls, so that most polls
+    // while a header is on its way are one probe.
+    if (++polls % kPollsPerFailureCheck == 0) {
+      if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
+      if (std::optional<device::Failure> failure = watch.check(heard)) return failure;
+    }
     backoff.pause();
   }
   return std::nullopt;

@@ -123,8 +123,10 @@ bool MpiLink::test(Requests& requests) {
 }
 
 std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) {
+  // Owned sends are reaped by the next send and by test(), not here: each
+  // MPI_Test is a pass of MPI's progress engine, and a waiter that polls
+  // for a message would make one per owned send at every poll.
   std::lock_guard<std::mutex> lock(mu_);
-  if (!owned_.empty()) reap_owned_locked();
   int found = 0;
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
@@ -157,7 +159,7 @@ void Backoff::pause() {
   using namespace std::chrono;
   const auto waited = steady_clock::now() - started_;
   if (waited < microseconds(50)) return;
-  if (waited < microseconds(300)) {
+  if (waited < milliseconds(5)) {
     std::this_thread::yield();
     return;
   }

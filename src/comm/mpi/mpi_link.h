@@ -90,7 +90,10 @@ class MpiLink {
 // How a waiter that polls passes the time between two polls: spin first
 // (peers usually answer within microseconds), then yield the core (with
 // more threads than cores a peer may need this very one), then sleep,
-// longer each time up to a millisecond.
+// longer each time up to a millisecond. Yielding lasts milliseconds: on an
+// oversubscribed host a peer is often off its CPU for longer than a spin,
+// and a waiter that sleeps then makes its own peers wait for its wake-up
+// (mpi_matches_in_process at 3x2 on 2 loaded cores: 51 s instead of 38).
 class Backoff {
  public:
   void pause();

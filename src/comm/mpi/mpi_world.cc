@@ -134,7 +134,11 @@ void check_mpi(int rc, const char* what) {
 }
 
 MpiWorld::MpiWorld(MPI_Comm comm, Topology topology, std::vector<std::string> host_names, std::vector<int> pids)
-    : comm_(comm), topology_(std::move(topology)), host_names_(std::move(host_names)), pids_(std::move(pids)) {}
+    : comm_(comm), topology_(std::move(topology)), host_names_(std::move(host_names)), pids_(std::move(pids)) {
+  for (size_t p = 0; p < pids_.size(); ++p) {
+    descriptions_.push_back(process_name(static_cast<int>(p), host_names_[p], pids_[p]));
+  }
+}
 
 const MpiWorld& MpiWorld::join(int local_devices) {
   std::lock_guard<std::mutex> lock(g_join_mu);
@@ -191,8 +195,8 @@ void MpiWorld::record_peer_failure(const std::string& reason) {
   if (g_peer_failure.empty()) g_peer_failure = reason;
 }
 
-std::string MpiWorld::describe_process(int process) const {
-  return process_name(process, host_name(process), pid(process));
+const std::string& MpiWorld::describe_process(int process) const {
+  return descriptions_[static_cast<size_t>(process)];
 }
 
 }  // namespace ordo::comm

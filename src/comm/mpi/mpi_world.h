@@ -54,8 +54,9 @@ class MpiWorld {
   // Where process p runs, for messages: the host name and the pid.
   const std::string& host_name(int process) const { return host_names_[static_cast<size_t>(process)]; }
   int pid(int process) const { return pids_[static_cast<size_t>(process)]; }
-  // "process 1 (host vm, pid 4242)"
-  std::string describe_process(int process) const;
+  // "process 1 (host vm, pid 4242)": made once, as every message
+  // received is decoded with it.
+  const std::string& describe_process(int process) const;
   // ordo's own communicator (a duplicate of MPI_COMM_WORLD, errors
   // returned rather than fatal), so that no other user of MPI in the
   // process matches ordo's messages.
@@ -71,6 +72,7 @@ class MpiWorld {
   Topology topology_;
   std::vector<std::string> host_names_;  // by process
   std::vector<int> pids_;                // by process
+  std::vector<std::string> descriptions_;  // by process
 };
 
 // Throws CollectiveError "<what> failed: <MPI's message>" unless rc is

@@ -1,0 +1,219 @@
+// ordo's MPI backend against Open MPI's MPI_Allreduce (bench/mpi_allreduce.c,
+// run by scripts/bench-mpi.sh in the same invocation, alternating): float32
+// sum, the same sizes and the same timing protocol (a barrier, a run of
+// back-to-back calls, the slowest device's time per call, the median of
+// kReps runs; 100 back-to-back 1 KiB calls per run for the latency).
+//
+//   scripts/mpirun.sh -np 2 -x ORDO_NUM_DEVICES=1 build/ordo_bench_mpi comm 4194304 16777216
+//   scripts/mpirun.sh -np 2 -x ORDO_NUM_DEVICES=1 build/ordo_bench_mpi graph 4194304
+//
+// - comm: the communicator alone (comm::MpiCommunicator), driven by one
+//   thread per local device, pinned where the runtime pins that device's
+//   worker (which calls the communicator): unpinned, the two processes'
+//   threads share one CPU in about half the runs, and a 1 KiB all_reduce
+//   then takes 100-150 us instead of 3.
+// - graph: ordo's runtime (traced, cut and run): one all_reduce per step
+//   for the bandwidth, 100 chained 1 KiB all_reduces in one graph for the
+//   latency. Needs a runtime that runs on the MPI world under mpirun.
+//
+// Process 0 prints "bytes seconds_per_all_reduce" per size, then
+// "latency_1k seconds", as bench/mpi_allreduce.c does.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_world.h"
+#include "device/buffer.h"
+#include "device/cpu_placement.h"
+#include "ordo/ordo.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kReps = 7;
+constexpr int kChain = 100;        // all_reduces per latency run
+constexpr int64_t kLatencyBytes = 1024;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// bench/mpi_allreduce.c's count of calls per run.
+int iterations_for(int64_t bytes) { return static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 3, 1000)); }
+
+// What a device's thread does, at either level.
+struct Device {
+  virtual ~Device() = default;
+  // Prepares all_reduces of `bytes` (float32).
+  virtual void use_size(int64_t bytes) = 0;
+  // `count` all_reduces back to back (chained in one graph at the graph level).
+  virtual void all_reduces(int count) = 0;
+  // The largest of every device's `seconds`: also a barrier.
+  virtual double slowest(double seconds) = 0;
+};
+
+// Seconds per all_reduce: the median over kReps runs of the slowest device's
+// time for `runs` x `per_run` all_reduces.
+double time_per_all_reduce(Device& device, int runs, int per_run) {
+  std::vector<double> samples;
+  for (int r = 0; r < kReps; ++r) {
+    device.slowest(0);
+    const auto start = Clock::now();
+    for (int i = 0; i < runs; ++i) device.all_reduces(per_run);
+    const double mine = std::chrono::duration<double>(Clock::now() - start).count() / (runs * per_run);
+    samples.push_back(device.slowest(mine));
+  }
+  return median(samples);
+}
+
+// The whole measurement, on every local device's thread; `print` on one.
+void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool chain_in_graph) {
+  for (int64_t bytes : sizes) {
+    device.use_size(bytes);
+    time_per_all_reduce(device, 2, 1);  // warm: pages, plans, MPI's connections
+    const double seconds = time_per_all_reduce(device, iterations_for(bytes), 1);
+    if (print) std::printf("%lld %.9g\n", static_cast<long long>(bytes), seconds);
+  }
+  device.use_size(kLatencyBytes);
+  // MPI makes 100 calls per run; the graph level runs them as one chain.
+  const int runs = chain_in_graph ? 1 : kChain, per_run = chain_in_graph ? kChain : 1;
+  time_per_all_reduce(device, runs, per_run);
+  const double latency = time_per_all_reduce(device, runs, per_run);
+  if (print) std::printf("latency_1k %.9g\n", latency);
+  if (print) std::fflush(stdout);
+}
+
+using ordo::comm::CollectiveCall;
+using ordo::comm::MpiCommunicator;
+using ordo::comm::MpiWorld;
+
+// A local device of the communicator, called from its own thread.
+class CommDevice : public Device {
+ public:
+  CommDevice(MpiCommunicator& comm, int ordinal) : comm_(comm), ordinal_(ordinal) {
+    max_.reduce = ordo::ReduceType::kMax;
+    time_in_ = ordo::device::allocate_buffer(ordo::DType::kFloat64, {1});
+    time_out_ = ordo::device::allocate_buffer(ordo::DType::kFloat64, {1});
+  }
+  void use_size(int64_t bytes) override {
+    in_ = ordo::device::allocate_buffer(ordo::DType::kFloat32, {bytes / 4});
+    out_ = ordo::device::allocate_buffer(ordo::DType::kFloat32, {bytes / 4});
+    float* data = in_->mutable_data<float>();
+    for (int64_t i = 0; i < in_->numel; ++i) data[i] = static_cast<float>(i % 97 + ordinal_);
+    std::memset(out_->storage.get(), 0, out_->nbytes());
+  }
+  void all_reduces(int count) override {
+    const ordo::device::Buffer* in[] = {in_.get()};
+    const ordo::device::Buffer* out[] = {out_.get()};
+    for (int i = 0; i < count; ++i) comm_.run({ordo::ir::OpKind::kAllReduce, sum_, ordinal_, in, out});
+  }
+  double slowest(double seconds) override {
+    *time_in_->mutable_data<double>() = seconds;
+    const ordo::device::Buffer* in[] = {time_in_.get()};
+    const ordo::device::Buffer* out[] = {time_out_.get()};
+    comm_.run({ordo::ir::OpKind::kAllReduce, max_, ordinal_, in, out});
+    return *time_out_->mutable_data<double>();
+  }
+
+ private:
+  MpiCommunicator& comm_;
+  const int ordinal_;
+  ordo::ir::CollectiveAttrs sum_, max_;
+  std::shared_ptr<ordo::device::Buffer> in_, out_, time_in_, time_out_;
+};
+
+// A local device of ordo's runtime, called from its spawn thread.
+class GraphDevice : public Device {
+ public:
+  explicit GraphDevice(int device) : device_(device) {}
+  void use_size(int64_t bytes) override {
+    x_ = ordo::rand_uniform({bytes / 4}, static_cast<uint64_t>(ordo::get_ordinal(device_)), 0.0, 1.0, ordo::DType::kFloat32, device_);
+    ordo::mark_step(device_);
+    ordo::wait_device_ops(device_);
+  }
+  void all_reduces(int count) override {
+    ordo::Tensor y = x_;
+    // Scaled so that a chain stays finite; one per step when count is 1.
+    for (int i = 0; i < count; ++i) y = ordo::all_reduce(ordo::ReduceType::kSum, y, count > 1 ? 0.5 : 1.0);
+    ordo::mark_step(device_);
+    ordo::wait_device_ops(device_);
+  }
+  double slowest(double seconds) override {
+    ordo::Tensor t = ordo::from_vector<double>({seconds}, {1}, device_);
+    return ordo::all_reduce(ordo::ReduceType::kMax, t).item<double>();
+  }
+
+ private:
+  const int device_;
+  ordo::Tensor x_;
+};
+
+int run_comm(const std::vector<int64_t>& sizes) {
+  const MpiWorld& world = MpiWorld::join(ordo::runtime::num_devices_from_env());
+  auto* comm = new MpiCommunicator(world);  // until exit: mpirun ends the job (as the tests do)
+  const int local = world.topology().local_devices();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < local; ++i) {
+    threads.emplace_back([&, i] {
+      // Where the runtime's worker of this device runs (and calls the
+      // communicator from).
+      const int ordinal = world.topology().global_ordinal(i);
+      ordo::device::pin_current_thread(ordo::device::worker_cpu(world.topology().host_ordinal(ordinal)));
+      CommDevice device(*comm, ordinal);
+      measure(device, sizes, world.rank() == 0 && i == 0, /*chain_in_graph=*/false);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return 0;
+}
+
+int run_graph(const std::vector<int64_t>& sizes) {
+  ordo::init(ordo::runtime::num_devices_from_env());
+  const char* processes = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (processes != nullptr && std::atoi(processes) > 1 && ordo::world_size() == ordo::num_devices()) {
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank != nullptr && std::atoi(rank) == 0) std::fprintf(stderr,
+                 "ordo_bench_mpi graph: skipped: under mpirun with %s processes ordo's runtime runs only this "
+                 "process's %d devices (this build's runtime does not run on the MPI world)\n",
+                 processes, ordo::num_devices());
+    ordo::shutdown();
+    return 77;
+  }
+  const bool first_process = ordo::get_ordinal(0) == 0;
+  ordo::spawn([&](int d) {
+    GraphDevice device(d);
+    measure(device, sizes, first_process && d == 0, /*chain_in_graph=*/true);
+  });
+  ordo::shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string level = argc > 1 ? argv[1] : "";
+  if (level != "comm" && level != "graph") {
+    std::fprintf(stderr, "usage: %s comm|graph <bytes>...  (under scripts/mpirun.sh)\n", argv[0]);
+    return 2;
+  }
+  std::vector<int64_t> sizes;
+  for (int i = 2; i < argc; ++i) {
+    const long long bytes = std::atoll(argv[i]);
+    if (bytes <= 0 || bytes % 4 != 0) {
+      std::fprintf(stderr, "%s: a size must be a positive multiple of 4 bytes, not '%s'\n", argv[0], argv[i]);
+      return 2;
+    }
+    sizes.push_back(bytes);
+  }
+  return level == "comm" ? run_comm(sizes) : run_graph(sizes);
+}
