@@ -6,7 +6,8 @@
 #   mesh_expect.sh [--status N] [--expect COUNT REGEX]... -- <scripts/mpirun.sh arguments>
 #
 # --status N: mpirun must exit with N. --expect COUNT REGEX: exactly COUNT
-# lines of the output match the extended REGEX (0: none does). A line
+# lines of the output match the extended REGEX (0: none does; +: one or
+# more). A line
 # "ordo-mesh-test FAIL" always fails the test.
 set -uo pipefail
 status_wanted=""
@@ -33,7 +34,12 @@ fi
 if grep -q "ordo-mesh-test FAIL" "$output"; then failed=1; fi
 for ((i = 0; i < ${#expects[@]}; i += 2)); do
   count=$(grep -cE -- "${expects[i + 1]}" "$output")
-  if [ "$count" -ne "${expects[i]}" ]; then
+  if [ "${expects[i]}" = + ]; then
+    if [ "$count" -lt 1 ]; then
+      echo "mesh_expect.sh: FAIL: expected lines matching '${expects[i + 1]}', found none"
+      failed=1
+    fi
+  elif [ "$count" -ne "${expects[i]}" ]; then
     echo "mesh_expect.sh: FAIL: expected ${expects[i]} lines matching '${expects[i + 1]}', found $count"
     failed=1
   fi

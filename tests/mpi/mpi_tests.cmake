@@ -101,7 +101,7 @@ target_link_libraries(mpi_matches_in_process_test PRIVATE ordo GTest::gtest GTes
 foreach(processes 1 2 3 4)
   foreach(devices 1 2)
     ordo_add_mpi_test(NAME mpi_matches_in_process_${processes}x${devices}
-      ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} $<TARGET_FILE:mpi_matches_in_process_test>)
+      TIMEOUT 150 ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} $<TARGET_FILE:mpi_matches_in_process_test>)
   endforeach()
 endforeach()
 
@@ -248,3 +248,33 @@ ordo_add_mesh_test(NAME mpi_mesh_sigterm_with_no_failure
 ordo_add_mesh_test(NAME mpi_mesh_clean_exit
   CHECKS --status 0 --expect 0 "exiting improperly|died|without MPI_Finalize"
   ARGS -np 3 ${mesh_test} --gtest_filter=ProcessMeshCleanExit.*)
+
+# A failure in one process ends every other within 30 s, naming it
+# (tests/mpi/python/failures.py prints each survivor's error): the spawn
+# function raising on the last device, the last process killed, exiting
+# without finalizing, or dying of an uncaught exception; with mpirun's
+# SIGTERM off (the survivors' own errors), and once with it on, where
+# whichever comes first (ordo's error or its SIGTERM message) names the dead.
+if(ORDO_BUILD_PYTHON)
+  set(failures ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/failures.py)
+  set(failed_after "failed after [0-9.]+ s: .*")
+  set(died "process 1 \\(host [^,]+, pid [0-9]+\\) died")
+  ordo_add_mesh_test(NAME mpi_failure_spawn_raises_2x2
+    CHECKS --expect 1 "device 0 ${failed_after}device 3 is gone \\(its spawn function raised RuntimeError: boom"
+           --expect 1 "device 1 ${failed_after}device 3 is gone \\(its spawn function raised RuntimeError: boom"
+           --expect 1 "device 2 ${failed_after}device 3 is gone \\(its spawn function raised RuntimeError: boom"
+    ARGS ${survive_deaths} -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_FAILURE=raise ${Python3_EXECUTABLE} ${failures})
+  ordo_add_mesh_test(NAME mpi_failure_sigkill_2x2
+    CHECKS --expect 1 "device 0 ${failed_after}${died}" --expect 1 "device 1 ${failed_after}${died}"
+    ARGS ${survive_deaths} -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_FAILURE=sigkill ${Python3_EXECUTABLE} ${failures})
+  ordo_add_mesh_test(NAME mpi_failure_exit_without_finalize_2x1
+    CHECKS --expect 1 "device 0 ${failed_after}${died}"
+    ARGS ${survive_deaths} -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_FAILURE=exit ${Python3_EXECUTABLE} ${failures})
+  ordo_add_mesh_test(NAME mpi_failure_uncaught_exception_2x2
+    CHECKS --expect 1 "device 0 ${failed_after}process 1 \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom"
+           --expect 1 "device 1 ${failed_after}process 1 \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom"
+    ARGS ${survive_deaths} -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_FAILURE=uncaught ${Python3_EXECUTABLE} ${failures})
+  ordo_add_mesh_test(NAME mpi_failure_sigkill_mpirun_ends_the_job_2x1
+    CHECKS --expect + "${died}"
+    ARGS -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_FAILURE=sigkill ${Python3_EXECUTABLE} ${failures})
+endif()

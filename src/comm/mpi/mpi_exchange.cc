@@ -15,6 +15,8 @@ namespace {
 
 constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
 constexpr size_t kRoundsKept = 4096;
+// How long a participant of another process must stay gone to fail a round.
+constexpr auto kGoneGrace = std::chrono::milliseconds(250);
 
 void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
 void put_bytes(std::string& out, std::string_view bytes) {
@@ -252,6 +254,8 @@ std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::ve
   bool cycle_seen = false;
   std::chrono::steady_clock::time_point cycle_since;
   bool first_look = true;  // what came before this device did
+  bool gone_seen = false;  // since gone_since, a participant waited for is gone
+  std::chrono::steady_clock::time_point gone_since;
   while (std::count(have.begin(), have.end(), false) > 0) {
     pump();
     std::optional<device::Failure> failure;
@@ -349,10 +353,22 @@ std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::ve
         return give_up(exchange_interrupted(call.tag, me, ": " + *reason));
       }
     }
+    // News of another process's devices comes beside MPI: a device that
+    // was absent and is driven again may send before its return is heard
+    // of, so a gone participant fails the round only if it stays gone.
     if (gone_.any()) {
+      bool any_gone = false;
       for (int d : missing()) {
-        if (std::optional<std::string> reason = gone_.reason(d)) return give_up(exchange_peer_gone(call.tag, d, *reason));
+        std::optional<std::string> reason = gone_.reason(d);
+        if (!reason) continue;
+        any_gone = true;
+        const auto now = std::chrono::steady_clock::now();
+        if (world_.topology().is_local(d) || (gone_seen && now - gone_since >= kGoneGrace)) {
+          return give_up(exchange_peer_gone(call.tag, d, *reason));
+        }
+        if (!gone_seen) gone_seen = true, gone_since = now;
       }
+      if (!any_gone) gone_seen = false;
     }
     if (deadlines.warning_due()) {
       const std::string message =

@@ -30,26 +30,32 @@ MPI_Datatype region_type(const Region& region) {
   return type;
 }
 
-std::mutex& mpi_lock() {
-  static std::mutex* lock = new std::mutex;  // never destroyed: threads may poll until exit
-  return *lock;
-}
+// Holds the MPI lock for a call that needs MPI running.
+class Calling {
+ public:
+  explicit Calling(std::mutex& mu) : lock_(mu) {
+    if (mpi_calls_closed()) throw_error<CollectiveError>("MPI is finalized: this process is exiting");
+  }
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+};
 
 }  // namespace
 
-MpiLink::MpiLink(MPI_Comm comm) : comm_(comm), mu_(mpi_lock()) {}
+MpiLink::MpiLink(MPI_Comm comm) : comm_(comm), mu_(mpi_call_lock()) {}
 
 MpiLink::~MpiLink() {
   // Sends still owned here go to peers that never took them (they failed):
   // their buffers stay, as MPI may still read them.
   std::lock_guard<std::mutex> lock(mu_);
-  reap_owned_locked();
+  if (!mpi_calls_closed()) reap_owned_locked();
   if (!owned_.empty()) new std::list<Owned>(std::move(owned_));  // kept until exit, on purpose
 }
 
 void MpiLink::send(const void* data, size_t bytes, int process, int tag, Requests& into) {
   const auto* at = static_cast<const std::byte*>(data);
-  std::lock_guard<std::mutex> lock(mu_);
+  const Calling lock(mu_);
   do {
     const size_t part = std::min(bytes, kMaxMessageBytes);
     check_mpi(MPI_Isend(at, static_cast<int>(part), MPI_BYTE, process, tag, comm_, &into.emplace_back()),
@@ -61,7 +67,7 @@ void MpiLink::send(const void* data, size_t bytes, int process, int tag, Request
 
 void MpiLink::receive(void* data, size_t bytes, int process, int tag, Requests& into) {
   auto* at = static_cast<std::byte*>(data);
-  std::lock_guard<std::mutex> lock(mu_);
+  const Calling lock(mu_);
   do {
     const size_t part = std::min(bytes, kMaxMessageBytes);
     check_mpi(MPI_Irecv(at, static_cast<int>(part), MPI_BYTE, process, tag, comm_, &into.emplace_back()),
@@ -73,8 +79,8 @@ void MpiLink::receive(void* data, size_t bytes, int process, int tag, Requests& 
 
 void MpiLink::send_region(const std::byte* base, const Region& region, int process, int tag, Requests& into) {
   if (region.count == 1) return send(base + region.offset, region.block, process, tag, into);
+  const Calling lock(mu_);
   MPI_Datatype type = region_type(region);
-  std::lock_guard<std::mutex> lock(mu_);
   const int rc = MPI_Isend(base + region.offset, 1, type, process, tag, comm_, &into.emplace_back());
   MPI_Type_free(&type);  // MPI keeps it until the send is done
   check_mpi(rc, "MPI_Isend");
@@ -82,15 +88,15 @@ void MpiLink::send_region(const std::byte* base, const Region& region, int proce
 
 void MpiLink::receive_region(std::byte* base, const Region& region, int process, int tag, Requests& into) {
   if (region.count == 1) return receive(base + region.offset, region.block, process, tag, into);
+  const Calling lock(mu_);
   MPI_Datatype type = region_type(region);
-  std::lock_guard<std::mutex> lock(mu_);
   const int rc = MPI_Irecv(base + region.offset, 1, type, process, tag, comm_, &into.emplace_back());
   MPI_Type_free(&type);
   check_mpi(rc, "MPI_Irecv");
 }
 
 void MpiLink::send_owned(std::string message, int process, int tag) {
-  std::lock_guard<std::mutex> lock(mu_);
+  const Calling lock(mu_);
   Owned& owned = owned_.emplace_back(Owned{std::move(message), MPI_REQUEST_NULL});
   check_mpi(MPI_Isend(owned.message.data(), checked_int(owned.message.size(), "a message"), MPI_BYTE, process, tag,
                       comm_, &owned.request),
@@ -107,7 +113,7 @@ void MpiLink::reap_owned_locked() {
 }
 
 bool MpiLink::test(Requests& requests) {
-  std::lock_guard<std::mutex> lock(mu_);
+  const Calling lock(mu_);
   if (!owned_.empty()) reap_owned_locked();
   if (requests.empty()) {
     // Nothing of the caller's own: still move everyone else's messages.
@@ -126,7 +132,7 @@ std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) 
   // Owned sends are reaped by the next send and by test(), not here: each
   // MPI_Test is a pass of MPI's progress engine, and a waiter that polls
   // for a message would make one per owned send at every poll.
-  std::lock_guard<std::mutex> lock(mu_);
+  const Calling lock(mu_);
   int found = 0;
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
@@ -142,6 +148,7 @@ std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) 
 
 void MpiLink::abandon(Requests& requests) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (mpi_calls_closed()) return requests.clear();
   for (MPI_Request& request : requests) {
     if (request != MPI_REQUEST_NULL) MPI_Cancel(&request);
     // Freed, not waited for: MPI finishes or drops it on its own.
@@ -152,6 +159,7 @@ void MpiLink::abandon(Requests& requests) {
 
 void MpiLink::free_communicator(MPI_Comm& comm) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (mpi_calls_closed()) return;
   MPI_Comm_free(&comm);
 }
 

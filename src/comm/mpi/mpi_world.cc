@@ -31,7 +31,14 @@ struct ProcessRecord {
   char host_name[64];   // truncated, NUL-terminated
 };
 
+bool g_calls_closed = false;  // guarded by mpi_call_lock()
+
 void finalize_at_exit() {
+  // Threads of ordo may still poll (a worker in a collective, a thread
+  // answering questions): they find the calls closed instead of a
+  // finalized MPI.
+  std::lock_guard<std::mutex> calls(mpi_call_lock());
+  g_calls_closed = true;
   std::string failure;
   {
     std::lock_guard<std::mutex> lock(g_failure_mu);
@@ -124,6 +131,13 @@ void check_same_devices(const std::vector<ProcessRecord>& records) {
 }
 
 }  // namespace
+
+std::mutex& mpi_call_lock() {
+  static std::mutex* lock = new std::mutex;  // never destroyed: threads may poll until exit
+  return *lock;
+}
+
+bool mpi_calls_closed() { return g_calls_closed; }
 
 void check_mpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;

@@ -28,6 +28,7 @@
 
 #include <mpi.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,13 @@ class MpiWorld {
   std::vector<int> pids_;                // by process
   std::vector<std::string> descriptions_;  // by process
 };
+
+// The MPI lock: ordo calls MPI holding it (MPI_THREAD_SERIALIZED), after
+// join. Once MPI is finalized at exit the calls are closed
+// (mpi_calls_closed, read holding the lock): a thread still polling then
+// fails instead of calling a finalized MPI.
+std::mutex& mpi_call_lock();
+bool mpi_calls_closed();
 
 // Throws CollectiveError "<what> failed: <MPI's message>" unless rc is
 // MPI_SUCCESS.
