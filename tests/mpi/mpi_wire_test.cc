@@ -8,6 +8,7 @@
 
 #include "comm/mpi/channel_tags.h"
 #include "comm/mpi/message_header.h"
+#include "comm/mpi/wire.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -82,6 +83,28 @@ TEST(MessageHeader, AMessageThatIsNoHeaderIsAnErrorNamingItsSender) {
   std::string huge = message;
   huge[44] = huge[45] = huge[46] = huge[47] = '\xff';
   expect_malformed(huge, "shorter than its header says");
+}
+
+TEST(Wire, WordsAndBytesReadBackAndAShortMessageIsAnErrorNamingItsSender) {
+  std::string message;
+  put_word(message, 7);
+  put_bytes(message, "tag");
+  put_word(message, 2);
+  WireReader in(message, "rendezvous", "process 1 (host vm, pid 42)");
+  EXPECT_EQ(in.word(), 7u);
+  EXPECT_EQ(in.bytes(), "tag");
+  EXPECT_THROW(in.count(), CollectiveError);  // two words said to come, none there
+  std::string huge;
+  put_word(huge, uint64_t{1} << 60);
+  WireReader counts(huge, "rendezvous", "process 1 (host vm, pid 42)");
+  try {
+    counts.count();
+    ADD_FAILURE() << "a count the message cannot hold was read";
+  } catch (const CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("a message from process 1 (host vm, pid 42) is not one of ordo's rendezvous"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ChannelTags, InRangeAndTheSameForTheSameGroup) {

@@ -8,6 +8,7 @@
 
 #include "comm/deadlines.h"
 #include "comm/exchange_rules.h"
+#include "comm/mpi/wire.h"
 #include "core/interrupt.h"
 
 namespace ordo::comm {
@@ -17,43 +18,6 @@ constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
 constexpr size_t kRoundsKept = 4096;
 // How long a participant of another process must stay gone to fail a round.
 constexpr auto kGoneGrace = std::chrono::milliseconds(250);
-
-void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
-void put_bytes(std::string& out, std::string_view bytes) {
-  put_u64(out, bytes.size());
-  out.append(bytes);
-}
-
-// Reads what encode wrote; anything else is a CollectiveError naming the sender.
-class Reader {
- public:
-  Reader(const std::string& bytes, std::string from) : bytes_(bytes), from_(std::move(from)) {}
-  uint64_t u64() {
-    uint64_t v = 0;
-    need(sizeof(v));
-    std::memcpy(&v, bytes_.data() + at_, sizeof(v));
-    at_ += sizeof(v);
-    return v;
-  }
-  std::string bytes() {
-    const uint64_t n = u64();
-    need(n);
-    std::string out = bytes_.substr(at_, n);
-    at_ += n;
-    return out;
-  }
-
- private:
-  void need(uint64_t n) {
-    if (n > bytes_.size() - at_) {
-      throw_error<CollectiveError>("a message from ", from_, " is not one of ordo's rendezvous (",
-                                   bytes_.size(), " bytes, shorter than it says)");
-    }
-  }
-  const std::string& bytes_;
-  const std::string from_;
-  size_t at_ = 0;
-};
 
 }  // namespace
 
@@ -100,50 +64,42 @@ int64_t MpiExchange::take_round_locked(size_t index, const Key& key) {
 
 std::string MpiExchange::encode(const Note& note) {
   std::string out;
-  put_u64(out, kNoteMagic);
-  put_u64(out, static_cast<uint64_t>(note.kind));
-  put_u64(out, static_cast<uint64_t>(note.sender));
-  put_u64(out, static_cast<uint64_t>(note.receiver));
-  put_u64(out, static_cast<uint64_t>(note.round));
+  put_word(out, kNoteMagic);
+  put_word(out, static_cast<uint64_t>(note.kind));
+  put_word(out, static_cast<uint64_t>(note.sender));
+  put_word(out, static_cast<uint64_t>(note.receiver));
+  put_word(out, static_cast<uint64_t>(note.round));
   put_bytes(out, note.tag);
-  put_u64(out, note.participants.size());
-  for (int d : note.participants) put_u64(out, static_cast<uint64_t>(d));
+  put_word(out, note.participants.size());
+  for (int d : note.participants) put_word(out, static_cast<uint64_t>(d));
   put_bytes(out, note.body);
   put_bytes(out, note.other_tag);
-  put_u64(out, note.other_participants.size());
-  for (int d : note.other_participants) put_u64(out, static_cast<uint64_t>(d));
-  put_u64(out, static_cast<uint64_t>(note.other_round));
-  put_u64(out, static_cast<uint64_t>(note.code));
+  put_word(out, note.other_participants.size());
+  for (int d : note.other_participants) put_word(out, static_cast<uint64_t>(d));
+  put_word(out, static_cast<uint64_t>(note.other_round));
+  put_word(out, static_cast<uint64_t>(note.code));
   return out;
 }
 
 MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) const {
-  Reader in(bytes, world_.describe_process(source));
-  if (in.u64() != kNoteMagic) {
-    throw_error<CollectiveError>("a message from ", world_.describe_process(source),
-                                 " is not one of ordo's rendezvous (no header)");
-  }
+  WireReader in(bytes, "rendezvous", world_.describe_process(source));
+  if (in.word() != kNoteMagic) in.malformed("no header");
   Note note;
-  const uint64_t kind = in.u64();
-  if (kind > 2) {
-    throw_error<CollectiveError>("a message from ", world_.describe_process(source),
-                                 " is not one of ordo's rendezvous (an unknown kind)");
-  }
+  const uint64_t kind = in.word();
+  if (kind > 2) in.malformed("an unknown kind");
   note.kind = static_cast<Note::Kind>(kind);
-  note.sender = static_cast<int>(in.u64());
-  note.receiver = static_cast<int>(in.u64());
-  note.round = static_cast<int64_t>(in.u64());
+  note.sender = static_cast<int>(in.word());
+  note.receiver = static_cast<int>(in.word());
+  note.round = static_cast<int64_t>(in.word());
   note.tag = in.bytes();
-  const uint64_t n = in.u64();
-  if (n > bytes.size()) in.bytes();  // fails: a count no message of this size can hold
-  for (uint64_t i = 0; i < n; ++i) note.participants.push_back(static_cast<int>(in.u64()));
+  const uint64_t n = in.count();
+  for (uint64_t i = 0; i < n; ++i) note.participants.push_back(static_cast<int>(in.word()));
   note.body = in.bytes();
   note.other_tag = in.bytes();
-  const uint64_t others = in.u64();
-  if (others > bytes.size()) in.bytes();  // fails, as above
-  for (uint64_t i = 0; i < others; ++i) note.other_participants.push_back(static_cast<int>(in.u64()));
-  note.other_round = static_cast<int64_t>(in.u64());
-  note.code = static_cast<ErrorCode>(in.u64());
+  const uint64_t others = in.count();
+  for (uint64_t i = 0; i < others; ++i) note.other_participants.push_back(static_cast<int>(in.word()));
+  note.other_round = static_cast<int64_t>(in.word());
+  note.code = static_cast<ErrorCode>(in.word());
   if (!world_.topology().is_local(note.receiver)) {
     throw_error<CollectiveError>("a rendezvous message from ", world_.describe_process(source), " is for device ",
                                  note.receiver, ", which this process does not drive");

@@ -1,8 +1,6 @@
 #include "comm/mpi/progress_board.h"
 
-#include <cstring>
-
-#include "core/check.h"
+#include "comm/mpi/wire.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -10,39 +8,6 @@ namespace {
 
 constexpr uint64_t kQuestionMagic = 0x6f726471;  // "ordq"
 constexpr uint64_t kAnswerMagic = 0x6f726461;    // "orda"
-
-void put(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
-void put(std::string& out, const std::string& s) {
-  put(out, s.size());
-  out += s;
-}
-
-// Reads what put wrote; a short message is a CollectiveError naming its sender.
-struct Reader {
-  const std::string& bytes;
-  std::string from;
-  size_t at = 0;
-  uint64_t u64() {
-    need(8);
-    uint64_t v = 0;
-    std::memcpy(&v, bytes.data() + at, 8);
-    at += 8;
-    return v;
-  }
-  std::string text() {
-    const uint64_t n = u64();
-    need(n);
-    std::string s = bytes.substr(at, n);
-    at += n;
-    return s;
-  }
-  void need(uint64_t n) const {
-    if (n > bytes.size() - at) {
-      throw_error<CollectiveError>("a message from ", from, " is not one of ordo's progress questions (",
-                                   bytes.size(), " bytes)");
-    }
-  }
-};
 
 std::string describe_collective(ir::OpKind op, int64_t sequence, const std::string& group) {
   if (sequence < 0) return str_cat(ir::op_name(op), " on group ", group);
@@ -113,10 +78,10 @@ uint64_t ProgressBoard::ask(int device, int64_t number) {
     answers_.emplace(question, std::nullopt);
   }
   std::string bytes;
-  put(bytes, kQuestionMagic);
-  put(bytes, question);
-  put(bytes, static_cast<uint64_t>(device));
-  put(bytes, static_cast<uint64_t>(number));
+  put_word(bytes, kQuestionMagic);
+  put_word(bytes, question);
+  put_word(bytes, static_cast<uint64_t>(device));
+  put_word(bytes, static_cast<uint64_t>(number));
   link_.send_owned(std::move(bytes), world_.topology().place(device).process, kQuestionTag);
   return question;
 }
@@ -136,39 +101,39 @@ void ProgressBoard::forget(uint64_t question) {
 void ProgressBoard::pump() {
   int source = 0;
   while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kQuestionTag, &source)) {
-    Reader in{*bytes, world_.describe_process(source)};
-    if (in.u64() != kQuestionMagic) in.need(bytes->size() + 1);  // not a question: fails
-    const uint64_t question = in.u64();
-    const auto device = static_cast<int>(in.u64());
-    const auto number = static_cast<int64_t>(in.u64());
+    WireReader in(*bytes, "progress questions", world_.describe_process(source));
+    if (in.word() != kQuestionMagic) in.malformed("no header");
+    const uint64_t question = in.word();
+    const auto device = static_cast<int>(in.word());
+    const auto number = static_cast<int64_t>(in.word());
     if (!world_.topology().is_local(device)) continue;
     const Seen s = seen(device, number);
     std::string answer;
-    put(answer, kAnswerMagic);
-    put(answer, question);
-    put(answer, static_cast<uint64_t>(s.state));
-    put(answer, static_cast<uint64_t>(s.started));
-    put(answer, static_cast<uint64_t>(s.inside));
-    put(answer, s.latest);
-    put(answer, static_cast<uint64_t>(s.op));
-    put(answer, s.partition);
-    put(answer, s.group);
-    put(answer, static_cast<uint64_t>(s.sequence));
+    put_word(answer, kAnswerMagic);
+    put_word(answer, question);
+    put_word(answer, static_cast<uint64_t>(s.state));
+    put_word(answer, static_cast<uint64_t>(s.started));
+    put_word(answer, static_cast<uint64_t>(s.inside));
+    put_bytes(answer, s.latest);
+    put_word(answer, static_cast<uint64_t>(s.op));
+    put_bytes(answer, s.partition);
+    put_bytes(answer, s.group);
+    put_word(answer, static_cast<uint64_t>(s.sequence));
     link_.send_owned(std::move(answer), source, kAnswerTag);
   }
   while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kAnswerTag, &source)) {
-    Reader in{*bytes, world_.describe_process(source)};
-    if (in.u64() != kAnswerMagic) in.need(bytes->size() + 1);
-    const uint64_t question = in.u64();
+    WireReader in(*bytes, "progress questions", world_.describe_process(source));
+    if (in.word() != kAnswerMagic) in.malformed("no header");
+    const uint64_t question = in.word();
     Seen s;
-    s.state = static_cast<Seen::State>(in.u64());
-    s.started = static_cast<int64_t>(in.u64());
-    s.inside = in.u64() != 0;
-    s.latest = in.text();
-    s.op = static_cast<ir::OpKind>(in.u64());
-    s.partition = in.text();
-    s.group = in.text();
-    s.sequence = static_cast<int64_t>(in.u64());
+    s.state = static_cast<Seen::State>(in.word());
+    s.started = static_cast<int64_t>(in.word());
+    s.inside = in.word() != 0;
+    s.latest = in.bytes();
+    s.op = static_cast<ir::OpKind>(in.word());
+    s.partition = in.bytes();
+    s.group = in.bytes();
+    s.sequence = static_cast<int64_t>(in.word());
     std::lock_guard<std::mutex> lock(mu_);
     auto it = answers_.find(question);
     if (it != answers_.end()) it->second = std::move(s);  // else: its asker gave up waiting
