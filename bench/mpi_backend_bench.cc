@@ -190,9 +190,10 @@ int run_graph(const std::vector<int64_t>& sizes) {
     return 77;
   }
   const bool first_process = ordo::get_ordinal(0) == 0;
-  ordo::spawn([&](int d) {
-    GraphDevice device(d);
-    measure(device, sizes, first_process && d == 0, /*chain_in_graph=*/true);
+  const int first_ordinal = ordo::get_ordinal(0);
+  ordo::spawn([&](int ordinal) {  // spawn gives global ordinals; the runtime's calls take indices
+    GraphDevice device(ordinal - first_ordinal);
+    measure(device, sizes, first_process && ordinal == first_ordinal, /*chain_in_graph=*/true);
   });
   ordo::shutdown();
   return 0;
