@@ -130,17 +130,16 @@ MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& at
 LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const CollectiveCall* call, int device,
                                                  ir::OpKind op, int64_t number, const std::string& partition) {
   auto deadlines = std::make_shared<std::optional<Deadlines>>();
-  const std::vector<int>& members = group.meeting.plan().group;
-  auto check = [this, deadlines, call, device, op, number, &partition, &members](
+  const GroupPlan& plan = group.meeting.plan();
+  auto check = [this, deadlines, call, device, op, number, &partition, &plan](
                    const std::vector<int>& missing, int64_t sequence) -> std::optional<device::Failure> {
     if (!*deadlines) deadlines->emplace();
-    const std::string where = call != nullptr ? describe_at(*call, sequence, members)
-                                              : str_cat(ir::op_name(op), " #", sequence, " on group ",
-                                                        describe_group(members));
+    const std::string where = call != nullptr ? describe_at(*call, sequence, plan.group)
+                                              : str_cat(ir::op_name(op), " #", sequence, " on group ", plan.text);
     std::string absent;
     for (int d : missing) {
       absent += str_cat(absent.empty() ? "" : ", ", d, " (",
-                        board_.seen(d, number).doing(number, describe_group(members), sequence), ") on ",
+                        board_.seen(d, number).doing(number, plan.text, sequence), ") on ",
                         world_.describe_process(world_.topology().process()));
     }
     // A local member that ran this collective's number elsewhere never comes.
