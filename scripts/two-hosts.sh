@@ -65,6 +65,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ip netns add "$ns_a" 2>"$work/error" || skip "ip netns add failed: $(cat "$work/error")"
+# Entering one remounts /sys, which a chroot without its own mount of /
+# refuses ("mount --make-rslave /" failed).
+ip netns exec "$ns_a" true 2>"$work/error" || skip "ip netns exec failed: $(cat "$work/error")"
 ip netns add "$ns_b"
 ip link add "$veth_a" type veth peer name "$veth_b"
 ip link set "$veth_a" netns "$ns_a"

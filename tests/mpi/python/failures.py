@@ -29,7 +29,10 @@ BOUND_SECONDS = 30.0
 
 
 def step(ordinal):
-    x = ordo.ones(1024) * (ordinal + 1)
+    # Small enough that Open MPI copies it through shared memory: a larger
+    # message is read from the sender's memory (CMA), and a read from a
+    # process that died makes Open MPI abort the reader (DESIGN.md §7).
+    x = ordo.ones(256) * (ordinal + 1)
     return ordo.all_reduce(ordo.REDUCE_SUM, x).numpy()
 
 
