@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kEagerBytes = 64 * 1024;
 
 // How long a leader still looks for a gone peer's messages.
-constexpr auto kGoneGrace = std::chrono::milliseconds(250);
+constexpr auto kGoneGrace = std::chrono::milliseconds(1000);
 
 // How often a leader waiting for headers looks for failures, in polls.
 constexpr int kPollsPerFailureCheck = 8;

@@ -13,6 +13,10 @@
 namespace ordo::comm {
 namespace {
 
+// How long news of a device waits for what the process sent before it
+// (the news travel on the mesh, beside MPI, and could overtake it).
+constexpr auto kNewsAfterSends = std::chrono::milliseconds(1000);
+
 int tag_upper_bound(MPI_Comm comm) {
   int* value = nullptr;
   int found = 0;
@@ -236,7 +240,10 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
 void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {
   gone_.mark(device, reason);
   local_.mark_device_failed(device, reason);
-  if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
+  if (world_.topology().is_local(device)) {
+    link_.flush_owned(kNewsAfterSends);
+    mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
+  }
 }
 
 void MpiCommunicator::mark_device_shut_down(int device, const std::string& reason) {
@@ -249,7 +256,10 @@ void MpiCommunicator::mark_device_absent(int device, const std::string& reason, 
   const bool current = gone_.absence_epoch(device) == epoch;
   gone_.mark_absent(device, reason, epoch);
   local_.mark_device_absent(device, reason, epoch);
-  if (current && world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
+  if (current && world_.topology().is_local(device)) {
+    link_.flush_owned(kNewsAfterSends);
+    mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
+  }
 }
 
 void MpiCommunicator::clear_device_absent(int device) {

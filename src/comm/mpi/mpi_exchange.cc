@@ -17,7 +17,7 @@ namespace {
 constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
 constexpr size_t kRoundsKept = 4096;
 // How long a participant of another process must stay gone to fail a round.
-constexpr auto kGoneGrace = std::chrono::milliseconds(250);
+constexpr auto kGoneGrace = std::chrono::milliseconds(1000);
 
 }  // namespace
 

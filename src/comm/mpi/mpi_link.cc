@@ -104,6 +104,20 @@ void MpiLink::send_owned(std::string message, int process, int tag) {
   reap_owned_locked();
 }
 
+void MpiLink::flush_owned(std::chrono::milliseconds within) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (mpi_calls_closed()) return;
+      reap_owned_locked();
+      if (owned_.empty()) return;
+    }
+    if (std::chrono::steady_clock::now() >= until) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 void MpiLink::reap_owned_locked() {
   for (auto it = owned_.begin(); it != owned_.end();) {
     int done = 0;

@@ -60,6 +60,10 @@ class MpiLink {
   void receive_region(std::byte* base, const Region& region, int process, int tag, Requests& into);
   // A send the link owns until it completes.
   void send_owned(std::string message, int process, int tag);
+  // Waits (up to `within`) until MPI is done with every owned send: what a
+  // device sent has left this process before news of it goes out on the
+  // mesh, which could overtake it.
+  void flush_owned(std::chrono::milliseconds within);
 
   // True once every request is complete (and then empty).
   bool test(Requests& requests);
