@@ -58,7 +58,7 @@ void LocalMeeting::leave_locked() {
 }
 
 LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const CollectiveCall* call,
-                                           const Checks& checks) {
+                                           Checks& checks) {
   std::unique_lock<std::mutex> lock(mu_);
   if (std::optional<device::Failure> late = open_locked(lock, sequence)) return {false, std::move(late)};
   ++arrived_;
@@ -106,7 +106,7 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   return {false, std::move(failure)};
 }
 
-void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure& failure, const Checks& checks) {
+void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure& failure, Checks& checks) {
   std::unique_lock<std::mutex> lock(mu_);
   if (open_locked(lock, sequence)) return;  // it failed already
   ++arrived_;

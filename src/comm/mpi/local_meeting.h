@@ -22,7 +22,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,16 +48,22 @@ class LocalMeeting {
   // lock held); missing: the local devices not arrived yet. A failure ends
   // the collective for every local member, and `told` is called once with
   // it so that the other processes hear of it.
-  struct Checks {
-    std::function<std::optional<device::Failure>(const std::vector<int>& missing, int64_t sequence)> check;
-    std::function<void(int64_t sequence, const device::Failure& failure)> told;
+  // Made on the caller's stack for each arrival: nothing is allocated on
+  // the path of a collective.
+  class Checks {
+   public:
+    virtual std::optional<device::Failure> check(const std::vector<int>& missing, int64_t sequence) = 0;
+    virtual void told(int64_t sequence, const device::Failure& failure) = 0;
+
+   protected:
+    ~Checks() = default;
   };
   // Member `index` (its position among the local members) arrives at its
   // collective #sequence with call.
-  Arrival arrive(size_t index, int64_t sequence, const CollectiveCall* call, const Checks& checks);
+  Arrival arrive(size_t index, int64_t sequence, const CollectiveCall* call, Checks& checks);
   // Member `index` will not run #sequence: the collective fails with
   // failure for every local member (and told), without waiting.
-  void abandon(size_t index, int64_t sequence, const device::Failure& failure, const Checks& checks);
+  void abandon(size_t index, int64_t sequence, const device::Failure& failure, Checks& checks);
   // The leader's calls, by local member.
   const std::vector<const CollectiveCall*>& calls() const { return calls_; }
   // The leader is done: wakes the others with the outcome.

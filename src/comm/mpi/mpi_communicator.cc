@@ -131,55 +131,67 @@ MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& at
   return routes.partitions.back().second;
 }
 
-LocalMeeting::Checks MpiCommunicator::checks_for(CrossGroup& group, const CollectiveCall* call, int device,
-                                                 ir::OpKind op, int64_t number, const std::string& partition) {
-  auto deadlines = std::make_shared<std::optional<Deadlines>>();
-  const GroupPlan& plan = group.meeting.plan();
-  auto check = [this, deadlines, call, device, op, number, &partition, &plan](
-                   const std::vector<int>& missing, int64_t sequence) -> std::optional<device::Failure> {
-    if (!*deadlines) deadlines->emplace();
-    const std::string where = call != nullptr ? describe_at(*call, sequence, plan.group)
-                                              : str_cat(ir::op_name(op), " #", sequence, " on group ", plan.text);
+class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
+ public:
+  MemberChecks(MpiCommunicator& comm, CrossGroup& group, const CollectiveCall* call, int device, ir::OpKind op,
+               int64_t number, const std::string& partition)
+      : comm_(comm), group_(group), call_(call), device_(device), op_(op), number_(number), partition_(partition) {}
+
+  std::optional<device::Failure> check(const std::vector<int>& missing, int64_t sequence) override {
+    if (!deadlines_) deadlines_.emplace();
+    const GroupPlan& plan = group_.meeting.plan();
+    const std::string where = call_ != nullptr ? describe_at(*call_, sequence, plan.group)
+                                               : str_cat(ir::op_name(op_), " #", sequence, " on group ", plan.text);
     std::string absent;
     for (int d : missing) {
       absent += str_cat(absent.empty() ? "" : ", ", d, " (",
-                        board_.seen(d, number).doing(number, plan.text, sequence), ") on ",
-                        world_.describe_process(world_.topology().process()));
+                        comm_.board_.seen(d, number_).doing(number_, plan.text, sequence), ") on ",
+                        comm_.world_.describe_process(comm_.world_.topology().process()));
     }
     // A local member that ran this collective's number elsewhere never comes.
     for (int d : missing) {
-      const ProgressBoard::Seen seen = board_.seen(d, number);
-      if (seen.state != ProgressBoard::Seen::State::kAt || seen.partition == partition) continue;
+      const ProgressBoard::Seen seen = comm_.board_.seen(d, number_);
+      if (seen.state != ProgressBoard::Seen::State::kAt || seen.partition == partition_) continue;
       return device::Failure{ErrorCode::kCollectiveMismatch,
-                             partition_mismatch_message(number, device, where, d, seen.describe(), partition,
+                             partition_mismatch_message(number_, device_, where, d, seen.describe(), partition_,
                                                         seen.partition)};
     }
-    if (gone_.any()) {
+    if (comm_.gone_.any()) {
       for (int d : missing) {
-        if (std::optional<std::string> reason = gone_.reason(d)) {
+        if (std::optional<std::string> reason = comm_.gone_.reason(d)) {
           return gone_failure(where, d, *reason, "before it arrived");
         }
       }
     }
-    board_.pump();
-    if (interrupted_.any()) {
-      if (std::optional<std::string> reason = interrupted_.reason(device)) {
-        return interrupted_failure(where, device, reason, absent);
+    comm_.board_.pump();
+    if (comm_.interrupted_.any()) {
+      if (std::optional<std::string> reason = comm_.interrupted_.reason(device_)) {
+        return interrupted_failure(where, device_, reason, absent);
       }
     }
     if (has_interrupt_check()) poll_interrupt();
-    if (interrupted()) return interrupted_failure(where, device, std::nullopt, absent);
-    if ((*deadlines)->warning_due()) {
-      report_warning(slow_wait_warning(device, (*deadlines)->warn_seconds(), where, absent));
+    if (interrupted()) return interrupted_failure(where, device_, std::nullopt, absent);
+    if (deadlines_->warning_due()) {
+      report_warning(slow_wait_warning(device_, deadlines_->warn_seconds(), where, absent));
     }
-    if ((*deadlines)->timed_out()) return timeout_failure(device, (*deadlines)->timeout_seconds(), where, absent);
+    if (deadlines_->timed_out()) return timeout_failure(device_, deadlines_->timeout_seconds(), where, absent);
     return std::nullopt;
-  };
-  auto told = [&group](int64_t sequence, const device::Failure& failure) {
-    group.leader.tell_failure(sequence, failure);
-  };
-  return {check, told};
-}
+  }
+
+  void told(int64_t sequence, const device::Failure& failure) override {
+    group_.leader.tell_failure(sequence, failure);
+  }
+
+ private:
+  MpiCommunicator& comm_;
+  CrossGroup& group_;
+  const CollectiveCall* const call_;  // null for an abandon
+  const int device_;
+  const ir::OpKind op_;
+  const int64_t number_;
+  const std::string& partition_;
+  std::optional<Deadlines> deadlines_;  // from the first check on
+};
 
 namespace {
 
@@ -209,8 +221,8 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   const int64_t sequence = group.next_sequence[route.index]++;
   const int64_t number = board_.start(call.device, {call.op, route.partition, route.group_text, sequence});
   const Finished finished(board_, call.device);
-  const LocalMeeting::Arrival arrival = group.meeting.arrive(
-      route.index, sequence, &call, checks_for(group, &call, call.device, call.op, number, *route.partition));
+  MemberChecks checks(*this, group, &call, call.device, call.op, number, *route.partition);
+  const LocalMeeting::Arrival arrival = group.meeting.arrive(route.index, sequence, &call, checks);
   if (!arrival.leader) {
     if (arrival.failure) arrival.failure->raise();
     return;
@@ -232,9 +244,9 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
   const int64_t sequence = group.next_sequence[route.index]++;
   const int64_t number = board_.start(device, {op, route.partition, route.group_text, sequence});
   const Finished finished(board_, device);
+  MemberChecks checks(*this, group, nullptr, device, op, number, *route.partition);
   group.meeting.abandon(route.index, sequence,
-                        abandoned_failure(device, op, sequence, group.meeting.plan().group, reason),
-                        checks_for(group, nullptr, device, op, number, *route.partition));
+                        abandoned_failure(device, op, sequence, group.meeting.plan().group, reason), checks);
 }
 
 void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {

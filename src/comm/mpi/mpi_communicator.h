@@ -94,8 +94,8 @@ class MpiCommunicator : public Communicator {
 
   Route& route_for(const ir::CollectiveAttrs& attrs, int device);
   Route open_route(const ReplicaGroups& groups, int device);
-  LocalMeeting::Checks checks_for(CrossGroup& group, const CollectiveCall* call, int device, ir::OpKind op,
-                                  int64_t number, const std::string& partition);
+  // What a local member checks while it waits for the others.
+  class MemberChecks;
   // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
   const std::string* keep_locked(std::string text);
   // News from another process, or of one that died.
