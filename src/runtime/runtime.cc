@@ -9,6 +9,7 @@
 
 #include "comm/factory.h"
 #include "device/cpu_placement.h"
+#include "device/free_cores.h"
 #include "ordo/error.h"
 
 namespace ordo::runtime {
@@ -57,6 +58,7 @@ Runtime::Runtime(comm::World world, uint64_t generation)
   // Before any worker starts: a bad ORDO_CPU_BIND fails here, and the CPUs
   // are read from this thread, not from a pinned one.
   if (device::cpu_binding_enabled()) device::usable_cpu_count();
+  device::set_host_devices(topology_.host_devices());
   for (int index = 0; index < topology_.local_devices(); ++index) {
     const int ordinal = topology_.global_ordinal(index);
     devices_.push_back(std::make_unique<device::Device>(ordinal, topology_.host_ordinal(ordinal), *communicator_));

@@ -1,0 +1,133 @@
+"""ordo's kernels against numpy (and PyTorch, for information), one device.
+
+    PYTHONPATH=python /usr/bin/python3 bench/kernel_bench.py [--threads 1,2] [--repeats 21] [filter]
+
+Each thread count runs in a child process of its own, since the thread
+counts are fixed when the libraries load: ordo with ORDO_NUM_DEVICES=1 and
+ORDO_KERNEL_THREADS=N (its worker plus N-1 free cores), numpy's OpenBLAS
+with OPENBLAS_NUM_THREADS=N, torch with set_num_threads(N). numpy's
+elementwise functions and reductions use one thread whatever N is: the
+figure says so.
+
+A case (bench/kernel_cases/*.py, each module's CASES) gives the inputs and
+one callable per library; every library gets the same inputs. The three
+run in turn, `repeats` times after a warm-up, and each figure is the median
+time of one call. ordo's call traces the op, runs the step and waits for
+it (inputs are device data beforehand), so its figure includes tracing and
+the cache-hit compile: a case whose op is cheap chains `inner` ops in one
+call on every library. The ratio is numpy's time over ordo's (above 1:
+ordo is faster); the target is a minimum ratio."""
+
+import argparse
+import dataclasses
+import importlib
+import os
+import pkgutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    inputs: Callable  # (numpy.random.Generator) -> tuple of numpy arrays
+    ordo: Callable  # (*tensors) -> tensor
+    numpy: Callable  # (*arrays) -> array
+    torch: Optional[Callable] = None  # (*tensors) -> tensor
+    target: Optional[float] = None  # minimum numpy_time / ordo_time
+    numpy_threads_follow: bool = False  # numpy uses N threads (BLAS) rather than one
+
+
+def all_cases():
+    sys.path.insert(0, str(ROOT / "bench"))
+    cases = []
+    for module in sorted(pkgutil.iter_modules([str(ROOT / "bench" / "kernel_cases")]), key=lambda m: m.name):
+        cases += importlib.import_module(f"kernel_cases.{module.name}").CASES
+    return cases
+
+
+def median_call_seconds(runs, repeats):
+    """{library: median seconds of one call}: each library's call runs in
+    turn, so that the machine's load hits all of them alike."""
+    samples = {name: [] for name in runs}
+    for round_index in range(repeats + 2):
+        for name, call in runs.items():
+            start = time.perf_counter()
+            call()
+            elapsed = time.perf_counter() - start
+            if round_index >= 2:  # the first two warm caches and compile
+                samples[name].append(elapsed)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def measure(case, threads, repeats):
+    import numpy as np
+
+    import ordo
+
+    rng = np.random.default_rng(0)
+    arrays = case.inputs(rng)
+    tensors = [ordo.tensor(a) for a in arrays]
+    ordo.mark_step(wait=True)
+
+    def run_ordo():
+        result = case.ordo(*tensors)
+        ordo.mark_step(wait=True)
+        return result
+
+    runs = {"ordo": run_ordo, "numpy": lambda: case.numpy(*arrays)}
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and case.torch is not None:
+        torch.set_num_threads(threads)
+        torch_inputs = [torch.from_numpy(a) for a in arrays]
+        runs["torch"] = lambda: case.torch(*torch_inputs)
+    return median_call_seconds(runs, repeats)
+
+
+def child(threads, repeats, pattern):
+    for case in all_cases():
+        if pattern and pattern not in case.name:
+            continue
+        times = measure(case, threads, repeats)
+        ratio = times["numpy"] / times["ordo"]
+        target = "" if case.target is None else f">= {case.target:.2f}x"
+        met = "" if case.target is None else ("MET" if ratio >= case.target else "MISSED")
+        numpy_threads = threads if case.numpy_threads_follow else 1
+        torch_text = f"{times['torch'] * 1e3:10.3f}" if "torch" in times else f"{'-':>10}"
+        print(f"{case.name:<34} {threads:>3} {numpy_threads:>3} {times['ordo'] * 1e3:10.3f} "
+              f"{times['numpy'] * 1e3:10.3f} {torch_text} {ratio:7.2f}x {target:>9} {met}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("filter", nargs="?", default="", help="only cases whose name contains this")
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args.child, args.repeats, args.filter)
+        return
+    print(f"{'case':<34} {'thr':>3} {'np':>3} {'ordo ms':>10} {'numpy ms':>10} {'torch ms':>10} "
+          f"{'ratio':>8} {'target':>9}")
+    print("(thr: ordo's and torch's threads and OpenBLAS's; np: the threads numpy used; "
+          "ratio: numpy ms / ordo ms)")
+    for threads in (int(t) for t in args.threads.split(",")):
+        env = dict(os.environ, ORDO_NUM_DEVICES="1", ORDO_KERNEL_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                   PYTHONPATH=str(ROOT / "python"))
+        subprocess.run([sys.executable, __file__, "--child", str(threads), "--repeats", str(args.repeats),
+                        args.filter], env=env, check=True)
+
+
+if __name__ == "__main__":
+    main()
