@@ -4,15 +4,20 @@
 // environment and the plain rule global ordinal = rank x L + index.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
+#include "comm/mpi/posted_inbox.h"
 #include "ordo/error.h"
 #include "runtime/runtime.h"
 
@@ -100,6 +105,47 @@ TEST(MpiWorld, JoinsOnceAndKeepsItsDeviceCount) {
     EXPECT_NE(std::string(e.what()).find("cannot drive " + std::to_string(devices + 1)), std::string::npos)
         << e.what();
   }
+}
+
+// Messages below, at and above the posted buffer's size, mixed, reach
+// every other process whole and in the order they were sent.
+TEST(MpiWorld, PostedInboxKeepsOrderAcrossSizes) {
+  const MpiWorld& world = MpiWorld::join(runtime::num_devices_from_env());
+  MPI_Comm comm = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(world.comm(), &comm), MPI_SUCCESS);
+  const PostedTags tags{100, 101};
+  const size_t posted = PostedInbox::kPostedBytes;
+  const std::vector<size_t> sizes = {1, posted, posted + 1, 5, 3 * posted, 200000, posted - 1, 64};
+  auto message = [](int from, size_t index, size_t bytes) {
+    std::string text(bytes, '\0');
+    for (size_t i = 0; i < bytes; ++i) text[i] = static_cast<char>(from * 31 + index * 7 + i % 251);
+    return text;
+  };
+  {
+    MpiLink link(comm);
+    std::vector<std::unique_ptr<PostedInbox>> inboxes;
+    for (int p = 0; p < world.size(); ++p) {
+      inboxes.push_back(p == world.rank() ? nullptr : std::make_unique<PostedInbox>(link, p, tags));
+    }
+    for (int p = 0; p < world.size(); ++p) {
+      if (p == world.rank()) continue;
+      for (size_t i = 0; i < sizes.size(); ++i) PostedInbox::send(link, message(world.rank(), i, sizes[i]), p, tags);
+    }
+    for (int p = 0; p < world.size(); ++p) {
+      if (p == world.rank()) continue;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        std::optional<std::string_view> got;
+        Backoff backoff;
+        while (!(got = inboxes[p]->try_take())) backoff.pause();
+        ASSERT_EQ(got->size(), sizes[i]) << "message " << i << " from process " << p;
+        EXPECT_TRUE(*got == message(p, i, sizes[i])) << "message " << i << " from process " << p;
+      }
+      EXPECT_FALSE(inboxes[p]->try_take().has_value());
+    }
+    link.flush_owned(std::chrono::milliseconds(5000));
+    MPI_Barrier(comm);  // every message is taken before the inboxes cancel their receives
+  }
+  MPI_Comm_free(&comm);
 }
 
 // Started with ORDO_NUM_DEVICES differing by process, and

@@ -162,7 +162,14 @@ class CrossCollective::Watch {
 };
 
 CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
-    : peers_(peers), meeting_(meeting), plan_(meeting.plan()), fingerprints_(plan_.local_ranks.size()) {}
+    : peers_(peers), meeting_(meeting), plan_(meeting.plan()), fingerprints_(plan_.local_ranks.size()) {
+  for (size_t p = 0; p < plan_.processes.size(); ++p) {
+    const bool other = p != plan_.me;
+    const int process = plan_.processes[p];
+    headers_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, process, plan_.headers) : nullptr);
+    retractions_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, process, plan_.retractions) : nullptr);
+  }
+}
 
 std::string CrossCollective::who(int device) const { return str_cat("device ", device, on(device)); }
 
@@ -170,24 +177,22 @@ std::string CrossCollective::on(int device) const {
   return str_cat(" on ", peers_.world.describe_process(peers_.world.topology().place(device).process));
 }
 
-void CrossCollective::send_to_others(const std::string& message, int tag) {
+void CrossCollective::send_to_others(const std::string& message, PostedTags tags) {
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
-    if (p != plan_.me) peers_.link.send_owned(message, plan_.processes[p], tag);
+    if (p != plan_.me) PostedInbox::send(peers_.link, message, plan_.processes[p], tags);
   }
 }
 
 void CrossCollective::tell_failure(int64_t sequence, const device::Failure& failure) {
-  send_to_others(encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), {}, failure.code,
-                                 failure.message},
-                                0),
-                 plan_.header_tag);
+  send_to_others(
+      encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), {}, failure.code, failure.message}, 0),
+      plan_.headers);
 }
 
 void CrossCollective::retract(int64_t sequence, const device::Failure& failure) {
-  send_to_others(encode_message({MessageKind::kRetraction, sequence, peers_.world.rank(), {}, failure.code,
-                                 failure.message},
-                                0),
-                 plan_.control_tag);
+  send_to_others(
+      encode_message({MessageKind::kRetraction, sequence, peers_.world.rank(), {}, failure.code, failure.message}, 0),
+      plan_.retractions);
 }
 
 std::optional<device::Failure> CrossCollective::retraction(int64_t sequence) {
@@ -199,7 +204,7 @@ std::optional<device::Failure> CrossCollective::retraction(int64_t sequence) {
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
     if (p == plan_.me) continue;
     const int process = plan_.processes[p];
-    while (std::optional<std::string> bytes = peers_.link.try_take(process, plan_.control_tag)) {
+    while (std::optional<std::string_view> bytes = retractions_[p]->try_take()) {
       DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
       if (m.sequence < sequence) continue;  // of a collective that failed here too
       device::Failure failure{m.failure_code, std::move(m.failure)};
@@ -212,7 +217,7 @@ std::optional<device::Failure> CrossCollective::retraction(int64_t sequence) {
 
 std::optional<device::Failure> CrossCollective::receive_headers(const CollectiveAt& at, const CollectiveCall& like,
                                                                 std::vector<std::optional<DecodedMessage>>& headers,
-                                                                std::vector<std::string>& raw) {
+                                                                std::vector<std::string_view>& raw) {
   std::vector<bool> heard(plan_.processes.size(), false);
   heard[plan_.me] = true;
   size_t missing = plan_.processes.size() - 1;
@@ -224,7 +229,7 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
     for (size_t p = 0; p < plan_.processes.size(); ++p) {
       if (heard[p]) continue;
       const int process = plan_.processes[p];
-      while (std::optional<std::string> bytes = peers_.link.try_take(process, plan_.header_tag)) {
+      while (std::optional<std::string_view> bytes = headers_[p]->try_take()) {
         DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
         if (m.sequence < sequence) continue;  // of a collective that failed here before it sent
         if (m.sequence > sequence || m.kind != MessageKind::kHeader) {
@@ -235,7 +240,7 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
                       " is at #", sequence, " (", describe(like), "): the group's collectives are out of step")};
         }
         headers[p] = std::move(m);
-        raw[p] = std::move(*bytes);
+        raw[p] = *bytes;
         heard[p] = true;
         --missing;
         break;
@@ -267,8 +272,9 @@ device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, c
     texts[plan_.local_ranks[i]] = describe(*calls[i]);
     entries.push_back({plan_.group[plan_.local_ranks[i]], {}, texts[plan_.local_ranks[i]]});
   }
-  send_to_others(encode_message({MessageKind::kDescriptions, sequence, peers_.world.rank(), entries, ErrorCode::kExecution, {}}, 0),
-                 plan_.header_tag);
+  send_to_others(
+      encode_message({MessageKind::kDescriptions, sequence, peers_.world.rank(), entries, ErrorCode::kExecution, {}}, 0),
+      plan_.headers);
   std::vector<bool> heard(plan_.processes.size(), false);
   heard[plan_.me] = true;
   Watch watch(*this, like, at, /*interruptible=*/true, "has not described its call");
@@ -276,7 +282,7 @@ device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, c
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
     const int process = plan_.processes[p];
     while (!heard[p]) {
-      if (std::optional<std::string> bytes = peers_.link.try_take(process, plan_.header_tag)) {
+      if (std::optional<std::string_view> bytes = headers_[p]->try_take()) {
         DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
         if (m.kind != MessageKind::kDescriptions || m.sequence != sequence || m.members.size() != plan_.ranks_of[p].size()) {
           continue;
@@ -312,10 +318,10 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
     if (eager) {
       for (size_t i = 0; i < calls.size(); ++i) stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine.data() + payload + i * slot));
     }
-    send_to_others(mine, plan_.header_tag);
+    send_to_others(mine, plan_.headers);
 
     std::vector<std::optional<DecodedMessage>> headers(plan_.processes.size());
-    std::vector<std::string> raw(plan_.processes.size());
+    std::vector<std::string_view> raw(plan_.processes.size());
     if (std::optional<device::Failure> failure = receive_headers(at, like, headers, raw)) {
       retract(sequence, *failure);
       return failure;

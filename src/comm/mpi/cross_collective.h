@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "comm/gone_devices.h"
 #include "comm/interrupted_devices.h"
 #include "comm/mpi/cross_data.h"
+#include "comm/mpi/posted_inbox.h"
 #include "comm/mpi/local_meeting.h"
 #include "comm/mpi/message_header.h"
 #include "comm/mpi/mpi_link.h"
@@ -82,12 +84,12 @@ class CrossCollective {
   // The headers of every other process (by position), or a failure.
   std::optional<device::Failure> receive_headers(const CollectiveAt& at, const CollectiveCall& like,
                                                  std::vector<std::optional<DecodedMessage>>& headers,
-                                                 std::vector<std::string>& raw);
+                                                 std::vector<std::string_view>& raw);
   // After a mismatch: the descriptions of every member, by rank.
   device::Failure mismatch(const CollectiveAt& at, size_t rank, const CollectiveCall& like);
   // A retraction of #sequence from any process of the group, if one came.
   std::optional<device::Failure> retraction(int64_t sequence);
-  void send_to_others(const std::string& message, int tag);
+  void send_to_others(const std::string& message, PostedTags tags);
   // This process takes back its header of #sequence.
   void retract(int64_t sequence, const device::Failure& failure);
   // The failure of a collective that waits for the processes at the
@@ -99,6 +101,8 @@ class CrossCollective {
   LocalMeeting& meeting_;
   const GroupPlan& plan_;
   std::vector<Fingerprint> fingerprints_;  // by local member
+  // By process position (none for this one).
+  std::vector<std::unique_ptr<PostedInbox>> headers_, retractions_;
   Scratch scratch_;
   std::map<int64_t, device::Failure> early_retractions_;
   std::optional<std::string> broken_;  // why the group's collectives cannot run any more

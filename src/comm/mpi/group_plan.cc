@@ -26,13 +26,14 @@ GroupPlan::GroupPlan(std::vector<int> members, const Topology& topology, int tag
   ORDO_CHECK(mine != processes.end());
   me = static_cast<size_t>(mine - processes.begin());
   local_ranks = ranks_of[me];
-  // Three tags a group: channel_tag spreads groups over a third of MPI's
-  // tags, and each group takes the three in a row from there.
-  const int slots = (tag_upper_bound - kFirstChannelTag + 1) / 3;
-  const int slot = channel_tag(group, kFirstChannelTag + slots - 1) - kFirstChannelTag;
-  header_tag = kFirstChannelTag + 3 * slot;
-  data_tag = header_tag + 1;
-  control_tag = header_tag + 2;
+  // Five tags a group: channel_tag spreads groups over a fifth of MPI's
+  // tags, and each group takes the five in a row from there.
+  constexpr int kTags = 5;
+  const int slots = (tag_upper_bound - kFirstChannelTag + 1) / kTags;
+  const int first = kFirstChannelTag + kTags * (channel_tag(group, kFirstChannelTag + slots - 1) - kFirstChannelTag);
+  headers = {first, first + 1};
+  retractions = {first + 2, first + 3};
+  data_tag = first + 4;
 }
 
 }  // namespace ordo::comm

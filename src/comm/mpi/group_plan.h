@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/mpi/posted_inbox.h"
 #include "comm/topology.h"
 
 namespace ordo::comm {
@@ -23,8 +24,9 @@ struct GroupPlan {
   std::vector<std::vector<size_t>> ranks_of; // by position in processes: the ranks it holds, in order
   size_t me = 0;                             // this process's position in processes
   std::vector<size_t> local_ranks;           // ranks_of[me]
-  // Headers (and a small all_reduce's data) / data / retractions.
-  int header_tag = 0, data_tag = 0, control_tag = 0;
+  PostedTags headers;      // and a small all_reduce's data (posted_inbox.h)
+  PostedTags retractions;  // a process fails a collective it had agreed to
+  int data_tag = 0;
 
   // The position in processes of the process holding rank.
   size_t position_of_rank(size_t rank) const { return position_by_rank[rank]; }

@@ -73,6 +73,7 @@ MpiCommunicator::~MpiCommunicator() {
   stopping_.store(true, std::memory_order_release);
   answering_.join();
   mesh_.set_handlers({});
+  meetings_.clear();  // their posted receives are cancelled before the communicator goes
   link_.free_communicator(comm_);
 }
 

@@ -14,6 +14,9 @@ namespace {
 // The longest single MPI message: counts are int.
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
+// How many sends the link may own before a send reaps the finished ones.
+constexpr size_t kOwnedBeforeReaping = 16;
+
 int checked_int(size_t value, const char* what) {
   ORDO_ARG_CHECK(value <= static_cast<size_t>(INT_MAX), "the MPI backend cannot move ", what, " of ", value,
                  " bytes in one region (MPI counts in int)");
@@ -95,13 +98,43 @@ void MpiLink::receive_region(std::byte* base, const Region& region, int process,
   check_mpi(rc, "MPI_Irecv");
 }
 
+void MpiLink::post_receive(void* data, size_t bytes, int process, int tag, MPI_Request& request) {
+  const Calling lock(mu_);
+  check_mpi(MPI_Irecv(data, checked_int(bytes, "a message"), MPI_BYTE, process, tag, comm_, &request), "MPI_Irecv");
+}
+
+std::optional<size_t> MpiLink::test_receive(MPI_Request& request) {
+  const Calling lock(mu_);
+  int done = 0;
+  MPI_Status status;
+  check_mpi(MPI_Test(&request, &done, &status), "MPI_Test");
+  if (!done) return std::nullopt;
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+  return static_cast<size_t>(count);
+}
+
+bool MpiLink::cancel_receive(MPI_Request& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (request == MPI_REQUEST_NULL) return true;
+  if (mpi_calls_closed()) return false;
+  MPI_Cancel(&request);
+  int done = 0;
+  MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  if (done) return true;
+  MPI_Request_free(&request);
+  return false;
+}
+
 void MpiLink::send_owned(std::string message, int process, int tag) {
   const Calling lock(mu_);
   Owned& owned = owned_.emplace_back(Owned{std::move(message), MPI_REQUEST_NULL});
   check_mpi(MPI_Isend(owned.message.data(), checked_int(owned.message.size(), "a message"), MPI_BYTE, process, tag,
                       comm_, &owned.request),
             "MPI_Isend");
-  reap_owned_locked();
+  // Reaped in batches: each MPI_Test is a pass of MPI's progress engine,
+  // which a send of a small collective's header would pay every time.
+  if (owned_.size() >= kOwnedBeforeReaping) reap_owned_locked();
 }
 
 void MpiLink::flush_owned(std::chrono::milliseconds within) {

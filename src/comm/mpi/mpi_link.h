@@ -58,6 +58,13 @@ class MpiLink {
   void receive(void* data, size_t bytes, int process, int tag, Requests& into);
   void send_region(const std::byte* base, const Region& region, int process, int tag, Requests& into);
   void receive_region(std::byte* base, const Region& region, int process, int tag, Requests& into);
+  // One receive into data, posted now and completed by test_receive:
+  // Some(bytes received) once it is done, and then request is null.
+  void post_receive(void* data, size_t bytes, int process, int tag, MPI_Request& request);
+  std::optional<size_t> test_receive(MPI_Request& request);
+  // Cancels a posted receive; false if MPI may still write its buffer
+  // (then the caller must keep the buffer alive).
+  bool cancel_receive(MPI_Request& request);
   // A send the link owns until it completes.
   void send_owned(std::string message, int process, int tag);
   // Waits (up to `within`) until MPI is done with every owned send: what a

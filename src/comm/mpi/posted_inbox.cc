@@ -1,0 +1,53 @@
+#include "comm/mpi/posted_inbox.h"
+
+#include <utility>
+
+#include "core/check.h"
+
+namespace ordo::comm {
+
+PostedInbox::PostedInbox(MpiLink& link, int process, PostedTags tags)
+    : link_(link), process_(process), tags_(tags) {
+  post();
+}
+
+PostedInbox::~PostedInbox() {
+  // MPI may still be writing into the buffer if the cancel comes too late:
+  // then it is kept, on purpose, until the process exits.
+  if (!link_.cancel_receive(request_)) new std::string(std::move(posted_));
+}
+
+void PostedInbox::post() {
+  posted_.resize(kPostedBytes);
+  link_.post_receive(posted_.data(), posted_.size(), process_, tags_.tag, request_);
+}
+
+std::optional<std::string_view> PostedInbox::try_take() {
+  if (overflow_announced_) {
+    std::optional<std::string> large = link_.try_take(process_, tags_.overflow_tag);
+    if (!large) return std::nullopt;
+    overflow_announced_ = false;
+    taken_ = std::move(*large);
+    return std::string_view(taken_);
+  }
+  const std::optional<size_t> bytes = link_.test_receive(request_);
+  if (!bytes) return std::nullopt;
+  // Both buffers keep their size (a resize would clear 8 KiB each time).
+  std::swap(taken_, posted_);
+  post();
+  if (*bytes == 0) {
+    overflow_announced_ = true;
+    return try_take();
+  }
+  return std::string_view(taken_.data(), *bytes);
+}
+
+void PostedInbox::send(MpiLink& link, std::string message, int process, PostedTags tags) {
+  ORDO_CHECK(!message.empty(), ": an empty message announces a long one");
+  if (message.size() <= kPostedBytes) return link.send_owned(std::move(message), process, tags.tag);
+  // The long one first: it is on its way when the receiver learns of it.
+  link.send_owned(std::move(message), process, tags.overflow_tag);
+  link.send_owned(std::string(), process, tags.tag);
+}
+
+}  // namespace ordo::comm
