@@ -93,7 +93,26 @@ def measure(case, threads, repeats):
     return median_call_seconds(runs, repeats)
 
 
+def machine_limits(threads, repeats):
+    """This machine's limits at `threads` (what the figures compare with):
+    memcpy's bandwidth on one thread (bytes read + written per second,
+    64 MiB: past every cache) and the best float32 GFLOP/s of OpenBLAS's
+    sgemm at 2048 (through numpy)."""
+    import numpy as np
+
+    source = np.ones(16 * 1024 * 1024, dtype=np.float32)
+    target = np.empty_like(source)
+    a = np.ones((2048, 2048), dtype=np.float32)
+    times = median_call_seconds({"copy": lambda: np.copyto(target, source), "sgemm": lambda: a @ a},
+                                max(3, repeats // 3))
+    copy_gbs = 2 * source.nbytes / times["copy"] / 1e9
+    gflops = 2 * 2048 ** 3 / times["sgemm"] / 1e9
+    print(f"-- {threads} thread(s): memcpy {copy_gbs:.1f} GB/s (one thread, read + write), "
+          f"sgemm 2048 {gflops:.0f} GFLOP/s (OpenBLAS, {threads} thread(s))", flush=True)
+
+
 def child(threads, repeats, pattern):
+    machine_limits(threads, repeats)
     for case in all_cases():
         if pattern and pattern not in case.name:
             continue
