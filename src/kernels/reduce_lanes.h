@@ -16,6 +16,7 @@
 // result is its first NaN, or first zero, exactly as an in-order fold.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -27,7 +28,7 @@
 
 namespace ordo::kernels {
 
-inline constexpr int kLanes = 16;
+inline constexpr int kLanes = 32;
 
 template <typename T, typename Combine>
 [[gnu::always_inline]] inline T meet_lanes(T (&lanes)[kLanes], Combine combine) {
@@ -62,6 +63,7 @@ template <typename T>
 using Vec [[gnu::vector_size(32)]] = T;
 template <typename T>
 inline constexpr int kVecWidth = 32 / sizeof(T);
+inline constexpr int kVecs = 4;  // independent accumulators: a compare's latency is hidden
 // The integer lanes beside a Vec<T>: comparison masks, positions.
 template <typename T>
 using SameWidthInt = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
@@ -88,108 +90,150 @@ template <typename Better, typename V>
   }
 }
 
+// Whether a comparison mask has a lane set.
+template <typename V>
+[[gnu::always_inline]] inline bool any_set(const V& mask) {
+  uint64_t words[sizeof(V) / 8];
+  std::memcpy(words, &mask, sizeof words);
+  uint64_t any = 0;
+  for (uint64_t word : words) any |= word;
+  return any != 0;
+}
+
 // The max or min of x[0, n), n >= 1, NaN if an element is NaN; of equal
 // values (+0 and -0, or NaNs) any one.
 template <typename Better, typename T>
-ORDO_SIMD_CLONES T extreme_chunk(const T* x, int64_t n) {
+[[gnu::always_inline]] inline T extreme_of(const T* x, int64_t n) {
   constexpr int kWidth = kVecWidth<T>;
   const Extreme<Better> extreme;
   int64_t i = 0;
   T acc = x[0];
   if constexpr (!std::is_same_v<T, bool>) {
-    if (n >= 2 * kWidth) {
-      Vec<T> lanes[2];
-      Vec<SameWidthInt<T>> nan[2] = {};
-      for (int k = 0; k < 2; ++k) load(lanes[k], x + k * kWidth);
-      for (i = 2 * kWidth; i + 2 * kWidth <= n; i += 2 * kWidth) {
-        for (int k = 0; k < 2; ++k) {
+    if (n >= kVecs * kWidth) {
+      Vec<T> lanes[kVecs];
+      Vec<SameWidthInt<T>> nan[kVecs] = {};
+      for (int k = 0; k < kVecs; ++k) load(lanes[k], x + k * kWidth);
+      for (i = kVecs * kWidth; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
+        for (int k = 0; k < kVecs; ++k) {
           Vec<T> v;
           load(v, x + i + k * kWidth);
           keep_better<Better>(lanes[k], v);
           if constexpr (std::is_floating_point_v<T>) nan[k] |= v != v;
         }
       }
-      for (int k = 0; k < 2; ++k) {
-        if constexpr (std::is_floating_point_v<T>) nan[k] |= lanes[k] != lanes[k];
-        for (int j = 0; j < kWidth; ++j) {
-          acc = extreme(acc, lanes[k][j]);
-          if (nan[k][j]) return std::numeric_limits<T>::quiet_NaN();
-        }
+      // The vectors meet in a tree, then the lanes in index order.
+      for (int k = 0; k < kVecs; ++k) {
+        if constexpr (std::is_floating_point_v<T>) nan[0] |= nan[k] | (lanes[k] != lanes[k]);
       }
+      if (any_set(nan[0])) return std::numeric_limits<T>::quiet_NaN();
+      for (int width = kVecs / 2; width >= 1; width /= 2) {
+        for (int k = 0; k < width; ++k) keep_better<Better>(lanes[k], lanes[k + width]);
+      }
+      acc = lanes[0][0];
+      for (int j = 1; j < kWidth; ++j) acc = extreme(acc, lanes[0][j]);
     }
   }
   for (; i < n; ++i) acc = extreme(acc, x[i]);
   return acc;
 }
 
-template <typename T, typename Match>
-[[gnu::always_inline]] inline int64_t first_index(const T* x, int64_t n, Match match) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    bool any = false;
-    for (int j = 0; j < kLanes; ++j) any |= match(x[i + j]);
-    if (any) break;
-  }
-  for (; i < n; ++i) {
-    if (match(x[i])) return i;
-  }
-  return n;
+template <typename Better, typename T>
+ORDO_SIMD_CLONES T extreme_chunk(const T* x, int64_t n) {
+  return extreme_of<Better>(x, n);
 }
 
 // The index of the first element of x[0, n) that is `value` (equal to it,
 // or NaN if it is NaN); n if none.
 template <typename T>
-ORDO_SIMD_CLONES int64_t first_match(const T* x, int64_t n, T value) {
-  if (is_nan(value)) return first_index(x, n, [](T v) { return v != v; });
-  return first_index(x, n, [value](T v) { return v == value; });
-}
-
-// The position in x[0, n), 1 <= n < 2^31, of the first maximum, or of the
-// first NaN if there is one (numpy's argmax).
-template <typename T>
-ORDO_SIMD_CLONES int64_t argmax_chunk(const T* x, int64_t n) {
-  constexpr int kWidth = kVecWidth<T>;
-  int64_t best = 0;
-  int64_t i = 1;
+[[gnu::always_inline]] inline int64_t first_match_of(const T* x, int64_t n, T value) {
+  const bool nan = is_nan(value);
+  auto matches = [&](T v) { return nan ? v != v : v == value; };
+  int64_t i = 0;
   if constexpr (!std::is_same_v<T, bool>) {
-    if (n >= 2 * kWidth) {
-      using Position = SameWidthInt<T>;
-      Vec<T> lanes[2];
-      Vec<Position> step_of[2] = {};  // the step at which a lane took its value
-      Vec<Position> nan = {};
-      for (int k = 0; k < 2; ++k) load(lanes[k], x + k * kWidth);
-      Position step = 1;
-      for (i = 2 * kWidth; i + 2 * kWidth <= n; i += 2 * kWidth, ++step) {
-        for (int k = 0; k < 2; ++k) {
-          Vec<T> v;
-          load(v, x + i + k * kWidth);
-          const auto take = v > lanes[k];  // strictly: a lane keeps its first maximum
-          lanes[k] = take ? v : lanes[k];
-          step_of[k] = take ? Vec<Position>{} + step : step_of[k];
-          if constexpr (std::is_floating_point_v<T>) nan |= v != v;
-        }
+    constexpr int kWidth = kVecWidth<T>;
+    for (; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
+      Vec<SameWidthInt<T>> found = {};
+      for (int k = 0; k < kVecs; ++k) {
+        Vec<T> v;
+        load(v, x + i + k * kWidth);
+        found |= nan ? v != v : v == value;
       }
-      if constexpr (std::is_floating_point_v<T>) {
-        for (int k = 0; k < 2; ++k) nan |= lanes[k] != lanes[k];
-        for (int j = 0; j < kWidth; ++j) {
-          if (nan[j]) return first_match(x, n, std::numeric_limits<T>::quiet_NaN());
-        }
-      }
-      // The lanes' maxima meet: the greatest, of equal ones the first.
-      T value = lanes[0][0];
-      for (int k = 0; k < 2; ++k) {
-        for (int j = 0; j < kWidth; ++j) {
-          const int64_t position = static_cast<int64_t>(step_of[k][j]) * 2 * kWidth + k * kWidth + j;
-          if (lanes[k][j] > value || (lanes[k][j] == value && position < best)) {
-            value = lanes[k][j];
-            best = position;
-          }
-        }
-      }
+      if (any_set(found)) break;
     }
   }
   for (; i < n; ++i) {
-    if (!is_nan(x[best]) && (is_nan(x[i]) || x[i] > x[best])) best = i;
+    if (matches(x[i])) return i;
+  }
+  return n;
+}
+
+template <typename T>
+ORDO_SIMD_CLONES int64_t first_match(const T* x, int64_t n, T value) {
+  return first_match_of(x, n, value);
+}
+
+// The position in x[0, n), 1 <= n < 2^31, of the first maximum, or of
+// the first NaN if there is one (numpy's argmax). One pass keeps, per
+// lane, the max over pieces of kArgmaxPiece elements and the first piece
+// that reached it; the first piece holding the overall max is then the
+// only one read again, for the first element equal to it.
+inline constexpr int64_t kArgmaxPiece = 256;
+
+template <typename T>
+ORDO_SIMD_CLONES int64_t argmax_chunk(const T* x, int64_t n) {
+  const int64_t pieces = n / kArgmaxPiece;
+  int64_t best = 0;
+  T best_value = x[0];
+  if constexpr (!std::is_same_v<T, bool>) {
+    constexpr int kWidth = kVecWidth<T>;
+    using Int = SameWidthInt<T>;
+    if (pieces > 0) {
+      Vec<T> max_so_far = {};
+      Vec<Int> piece_of = {};
+      Vec<Int> nan = {};
+      for (int64_t piece = 0; piece < pieces; ++piece) {
+        const T* p = x + piece * kArgmaxPiece;
+        Vec<T> lanes[kVecs];
+        for (int k = 0; k < kVecs; ++k) {
+          load(lanes[k], p + k * kWidth);
+          if constexpr (std::is_floating_point_v<T>) nan |= lanes[k] != lanes[k];
+        }
+        for (int64_t i = kVecs * kWidth; i < kArgmaxPiece; i += kVecs * kWidth) {
+          for (int k = 0; k < kVecs; ++k) {
+            Vec<T> v;
+            load(v, p + i + k * kWidth);
+            keep_better<std::greater<>>(lanes[k], v);
+            if constexpr (std::is_floating_point_v<T>) nan |= v != v;
+          }
+        }
+        for (int width = kVecs / 2; width >= 1; width /= 2) {
+          for (int k = 0; k < width; ++k) keep_better<std::greater<>>(lanes[k], lanes[k + width]);
+        }
+        if (piece == 0) {
+          max_so_far = lanes[0];
+        } else {
+          const auto take = lanes[0] > max_so_far;  // strictly: a lane keeps its first piece
+          max_so_far = take ? lanes[0] : max_so_far;
+          piece_of = take ? Vec<Int>{} + static_cast<Int>(piece) : piece_of;
+        }
+      }
+      if (any_set(nan)) return first_match_of(x, n, std::numeric_limits<T>::quiet_NaN());
+      best_value = max_so_far[0];
+      for (int j = 1; j < kWidth; ++j) best_value = std::max(best_value, max_so_far[j]);
+      int64_t first_piece = pieces;
+      for (int j = 0; j < kWidth; ++j) {
+        if (max_so_far[j] == best_value) first_piece = std::min<int64_t>(first_piece, piece_of[j]);
+      }
+      best = first_piece * kArgmaxPiece + first_match_of(x + first_piece * kArgmaxPiece, kArgmaxPiece, best_value);
+    }
+  }
+  // The elements after the whole pieces (all of them for bool).
+  const int64_t rest = std::is_same_v<T, bool> ? 0 : pieces * kArgmaxPiece;
+  if (rest < n) {
+    const T rest_max = extreme_of<std::greater<>>(x + rest, n - rest);
+    if (rest == 0 || is_nan(rest_max) || rest_max > best_value) {
+      best = rest + first_match_of(x + rest, n - rest, rest_max);
+    }
   }
   return best;
 }
