@@ -1,19 +1,24 @@
 // The vectorized inner loops of the reductions (reduce.cc), compiled per
 // CPU level (core/simd.h). Each reduces one chunk of a contiguous row, or
 // folds one row into a run of contiguous slots, in an order fixed by the
-// length alone:
+// length alone, so every clone, thread count and run gives the same bits:
 //
-// - a chunk of n >= kLanes elements is dealt round-robin to kLanes lanes
-//   (element i to lane i % kLanes, each lane in index order) and the lanes
-//   meet in a fixed tree (lane j with lane j + 8, then + 4, + 2, + 1);
-//   a shorter chunk folds in index order;
-// - a row folded into slots updates slot i with element i, in row order.
+// - sum: a chunk of n >= kLanes (32) elements is dealt round-robin to
+//   kLanes accumulators (element i to lane i % kLanes, each lane in index
+//   order) that meet in a fixed tree (lane j with lane j + 16, then + 8,
+//   ..., + 1); a shorter chunk adds in index order. Every clone does the
+//   same additions (no FMA: -ffp-contract=off).
+// - max, min: the value is exact in any order; only which NaN, or which of
+//   +0 and -0, depends on it. The chunk's max says whether there is one,
+//   and first_match then takes the chunk's first NaN, or first zero, as an
+//   in-order fold would.
+// - argmax: the first position of the max or of the first NaN, which no
+//   order changes (argmax_chunk).
+// - a row folded into slots updates slot i with element i, rows in order.
 //
-// Sums only depend on that order: every clone does the same additions
-// (no FMA, -ffp-contract=off). The max and min of a chunk are exact
-// whatever the order, but for which NaN or which zero they keep: that is
-// settled afterwards by first_match (reduce.cc), so that a chunk's
-// result is its first NaN, or first zero, exactly as an in-order fold.
+// GCC vectorizes the max and min lanes only as vector extensions of one
+// AVX2 register (Vec); a `||` in the select, or wider vectors, fall back to
+// scalar code element by element.
 #pragma once
 
 #include <algorithm>
