@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <system_error>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -68,9 +69,15 @@ class Pool {
     {
       std::lock_guard lock(mutex_);
       if (stopped_) return false;
-      while (static_cast<int>(threads_.size()) < helpers) {
-        const int index = static_cast<int>(threads_.size());
-        threads_.emplace_back([this, index] { thread_main(index); });
+      try {
+        while (static_cast<int>(threads_.size()) < helpers) {
+          const int index = static_cast<int>(threads_.size());
+          threads_.emplace_back([this, index] { thread_main(index); });
+        }
+      } catch (const std::system_error&) {
+        // No thread to be had (a process or memory limit): fewer helpers.
+        helpers = static_cast<int>(threads_.size());
+        if (helpers == 0) return false;
       }
       job.open_seats = helpers;
       open_jobs_.push_back(&job);

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
@@ -85,12 +86,13 @@ void reduce_row(typename Op::Slot& slot, const In* x, int64_t n, int64_t positio
     for (int64_t c = 0; c < chunks; ++c) Op::combine(slot, chunk(c));
     return;
   }
-  std::vector<typename Op::Partial> partials(static_cast<size_t>(chunks));
+  // Not a std::vector: vector<bool>'s packed bits would race between blocks.
+  std::unique_ptr<typename Op::Partial[]> partials = std::make_unique<typename Op::Partial[]>(chunks);
   device::run_blocks(ceil_div(chunks, kChunksPerBlock), [&](int64_t block) {
     const int64_t end = std::min(chunks, (block + 1) * kChunksPerBlock);
-    for (int64_t c = block * kChunksPerBlock; c < end; ++c) partials[static_cast<size_t>(c)] = chunk(c);
+    for (int64_t c = block * kChunksPerBlock; c < end; ++c) partials[c] = chunk(c);
   });
-  for (const auto& partial : partials) Op::combine(slot, partial);
+  for (int64_t c = 0; c < chunks; ++c) Op::combine(slot, partials[c]);
 }
 
 template <typename Op, typename In>
