@@ -174,6 +174,25 @@ TEST_P(ReductionTest, IntegerSumsAreInt64) {
   verify();
 }
 
+// The vectorized paths (kernels/reduce.cc): rows shorter and longer than a
+// vector pair, than a chunk (4096) and than a block of chunks (65536, split
+// across free cores), 1-wide dims, columns split in blocks of 256, and
+// leading, middle and trailing axes.
+TEST_P(ReductionTest, LongRowsOddSizesAndEveryAxesLayout) {
+  const std::pair<Shape, std::vector<Axes>> cases[] = {
+      {{70001}, {{}, {0}}},
+      {{3, 4099}, {{}, {0}, {1}}},
+      {{300, 301}, {{0}, {1}}},
+      {{5, 1, 33}, {{0}, {1}, {2}, {0, 2}, {1, 2}}},
+      {{2, 37, 3}, {{0}, {1}, {2}, {0, 2}}},
+      {{1, 1}, {{}, {0}, {1}}},
+  };
+  for (DType dtype : {kFloat32, kFloat64, kInt32, kBool}) {
+    for (const auto& [shape, axes_sets] : cases) expect_reductions(sample(shape, dtype, 3), dtype, axes_sets);
+  }
+  verify();
+}
+
 // ---- Matmul ----
 
 Shape batch_of(const Shape& matrix_shape) {

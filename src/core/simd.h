@@ -12,9 +12,14 @@
 // so the files with clones are built with -ffp-contract=off
 // (CMakeLists.txt, ORDO_HOT_SOURCES). An FMA written on purpose (a
 // polynomial's Horner step) is fine only where every clone has it.
+//
+// Sanitized builds get one plain copy: the loader runs an ifunc resolver
+// before the sanitizer's runtime is up, and an instrumented resolver
+// crashes there (every TSan test binary did at start).
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define ORDO_SIMD_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define ORDO_SIMD_CLONES

@@ -19,17 +19,28 @@
 namespace ordo::device {
 
 // Threads a kernel may use besides its calling worker (0 when every core
-// of the host has a device, or binding is off and the host has no spare CPU).
+// of the host has a device, or binding is off and the host has no spare
+// CPU), at most ORDO_KERNEL_THREADS - 1.
 int free_core_threads();
 
 // Sets how many devices this host runs (the runtime does, when it starts):
-// the free cores are the host's usable CPUs beyond them.
+// the free cores are the host's usable CPUs beyond them. Reads
+// ORDO_KERNEL_THREADS then, and throws InvalidArgument (changing nothing)
+// for a bad value.
 void set_host_devices(int host_devices);
+
+// ORDO_KERNEL_THREADS: the threads one kernel may use, its calling worker
+// included; 0 for unset or empty (no limit beyond the free cores). Throws
+// InvalidArgument for anything but a whole number >= 1.
+int parse_kernel_threads(const char* text);
 
 // Runs body(context, block) for every block in [0, num_blocks), on the
 // calling thread and on free-core threads, in any order and possibly
 // concurrently; returns when every block has run. If a block throws, the
-// remaining blocks may be skipped and the first exception is rethrown.
+// remaining blocks may be skipped and the first exception is rethrown once
+// every running block has ended. A call from inside a block, or of one
+// block, runs inline. Threads of the pool are pinned to the free CPUs
+// (those after the host's devices' workers) unless ORDO_CPU_BIND=none.
 void run_blocks(int64_t num_blocks, void (*body)(void* context, int64_t block), void* context);
 
 template <typename Body>

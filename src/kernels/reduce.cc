@@ -1,61 +1,152 @@
 // Reductions over attrs.ints (sorted, unique axes; keepdim is already in the
-// output shape). Every kernel folds the input in memory order into one slot
-// per output element. Restricted to one slot, row-major order of the whole
-// input is row-major order of the reduced axes, so each result is computed
-// in that one fixed order (bitwise deterministic) while the input is still
-// read sequentially, whichever axes are reduced.
+// output shape), vectorized and split across free cores, in an order fixed
+// by the shape alone (so bitwise the same on every run, device and thread
+// count):
+//
+// The shape is collapsed into groups: size-1 dims dropped, neighbouring
+// dims that are both reduced or both kept merged. Then
+// - an innermost reduced group is a contiguous row per output slot. A row
+//   is cut into chunks of kChunk elements, each reduced by the lanes of
+//   reduce_lanes.h; the chunks' results fold into the slot in chunk order,
+//   and the rows of one slot (when reduced groups lie further out) in
+//   memory order;
+// - an innermost kept group is a run of contiguous slots: each input row
+//   folds into them element by element, rows in memory order.
+// Blocks (device::run_blocks) never change that order: they cover whole
+// slots (ranges of the outermost kept group, or column ranges when a
+// reduced group lies outside the kept one) or, for a row longer than
+// kChunksPerBlock chunks, ranges of its chunks whose results are kept and
+// folded in chunk order afterwards.
+//
+// Sums of floats add in double and round once at the end; integer sums
+// wrap in uint64 (like numpy, never UB). Max and min propagate NaN and keep
+// the first NaN, and of +0 and -0 the first one (an in-order fold's
+// result); argmax is the first position of the maximum, or of the first
+// NaN (numpy's).
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
+#include "device/free_cores.h"
 #include "kernels/kernels_internal.h"
-#include "kernels/strided_walk.h"
+#include "kernels/reduce_lanes.h"
 
 namespace ordo::kernels {
 namespace {
 
-// Array 0 is the input; array 1 the output slot (dense over the kept axes,
-// 0 on reduced ones); array 2 the position within the reduced axes (dense
-// over them, 0 on kept ones), which Argmax reports.
-StridedWalk<3> reduction_walk(const Shape& shape, std::span<const int64_t> axes) {
-  StridedWalk<3> walk{shape, {contiguous_strides(shape), Strides(shape.size(), 0),
-                              Strides(shape.size(), 0)}};
-  int64_t kept_step = 1;
-  int64_t reduced_step = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
+constexpr int64_t kChunk = 4096;          // elements of a row reduced by the lanes at once
+constexpr int64_t kChunksPerBlock = 16;   // chunks of one long row per block
+constexpr int64_t kBlockElements = 1 << 16;  // input elements per block, at least
+constexpr int64_t kColumnBlock = 256;     // slots per block, reduced group outside
+
+struct Group {
+  int64_t size;
+  bool reduced;
+  int64_t input_stride = 0;
+  int64_t slot_stride = 0;      // kept groups
+  int64_t position_stride = 0;  // reduced groups: Argmax's position
+};
+
+std::vector<Group> collapse(const Shape& shape, std::span<const int64_t> axes) {
+  std::vector<Group> groups;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
     const bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
-    int64_t& step = reduced ? reduced_step : kept_step;
-    walk.strides[reduced ? 2 : 1][d] = step;
-    step *= shape[d];
+    if (!groups.empty() && groups.back().reduced == reduced) {
+      groups.back().size *= shape[d];
+    } else {
+      groups.push_back({shape[d], reduced});
+    }
   }
-  return walk;
+  if (groups.empty()) groups.push_back({1, true});  // one element
+  int64_t input = 1, slot = 1, position = 1;
+  for (size_t g = groups.size(); g-- > 0;) {
+    Group& group = groups[g];
+    group.input_stride = input;
+    (group.reduced ? group.position_stride : group.slot_stride) = group.reduced ? position : slot;
+    input *= group.size;
+    (group.reduced ? position : slot) *= group.size;
+  }
+  return groups;
 }
 
-// Calls step(slot, value, position) for every input element in memory
-// order, with the slot of its output element and its position within the
-// reduced axes.
-template <typename In, typename Slot, typename Step>
-void fold(const KernelArgs& args, Slot* slots, const Step& step) {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Folds the row x[0, n) (at reduced position `position`) into slot.
+template <typename Op, typename In>
+void reduce_row(typename Op::Slot& slot, const In* x, int64_t n, int64_t position) {
+  const int64_t chunks = ceil_div(n, kChunk);
+  auto chunk = [&](int64_t c) {
+    return Op::chunk(x + c * kChunk, std::min(kChunk, n - c * kChunk), position + c * kChunk);
+  };
+  if (chunks <= kChunksPerBlock) {
+    for (int64_t c = 0; c < chunks; ++c) Op::combine(slot, chunk(c));
+    return;
+  }
+  // Not a std::vector: vector<bool>'s packed bits would race between blocks.
+  std::unique_ptr<typename Op::Partial[]> partials = std::make_unique<typename Op::Partial[]>(chunks);
+  device::run_blocks(ceil_div(chunks, kChunksPerBlock), [&](int64_t block) {
+    const int64_t end = std::min(chunks, (block + 1) * kChunksPerBlock);
+    for (int64_t c = block * kChunksPerBlock; c < end; ++c) partials[c] = chunk(c);
+  });
+  for (int64_t c = 0; c < chunks; ++c) Op::combine(slot, partials[c]);
+}
+
+template <typename Op, typename In>
+struct Reduction {
+  const std::vector<Group>& groups;
+  const In* x;
+  typename Op::Slot* slots;
+
+  // Every row below groups[level], in memory order.
+  void walk(size_t level, int64_t input, int64_t slot, int64_t position) const {
+    const Group& group = groups[level];
+    if (level + 1 == groups.size()) {
+      if (group.reduced) {
+        reduce_row<Op>(slots[slot], x + input, group.size, position);
+      } else {
+        Op::columns(slots + slot, x + input, group.size, position);
+      }
+      return;
+    }
+    for (int64_t i = 0; i < group.size; ++i) {
+      walk(level + 1, input + i * group.input_stride, slot + i * group.slot_stride,
+           position + i * group.position_stride);
+    }
+  }
+
+  void run() const {
+    const Group& outer = groups.front();
+    if (!outer.reduced && groups.size() > 1) {
+      // Each index of the outermost kept group owns its slots.
+      const int64_t per_block = std::max<int64_t>(1, kBlockElements / outer.input_stride);
+      device::run_blocks(ceil_div(outer.size, per_block), [&](int64_t block) {
+        const int64_t end = std::min(outer.size, (block + 1) * per_block);
+        for (int64_t i = block * per_block; i < end; ++i) walk(1, i * outer.input_stride, i * outer.slot_stride, 0);
+      });
+    } else if (groups.size() == 2 && !groups[1].reduced) {
+      // Reduced rows over kept columns: blocks of columns.
+      const int64_t rows = outer.size, columns = groups[1].size;
+      const int64_t width = rows * columns < kBlockElements ? columns : kColumnBlock;
+      device::run_blocks(ceil_div(columns, width), [&](int64_t block) {
+        const int64_t begin = block * width, n = std::min(columns, begin + width) - begin;
+        for (int64_t r = 0; r < rows; ++r) Op::columns(slots + begin, x + r * columns + begin, n, r);
+      });
+    } else {
+      walk(0, 0, 0, 0);
+    }
+  }
+};
+
+template <typename Op, typename In>
+void reduce_into(const KernelArgs& args, typename Op::Slot* slots) {
   const device::Buffer& in = *args.inputs[0];
-  const In* data = in.data<In>();
-  for_each_row(reduction_walk(in.shape, args.attrs.ints),
-               [&](const auto& offset, int64_t n, const auto& stride) {
-                 // The input is dense, so along a row it steps by one.
-                 const In* x = data + offset[0];
-                 Slot* slot = slots + offset[1];
-                 if (stride[1] == 0) {
-                   // The whole row lands in one slot: keep it in a register.
-                   Slot acc = *slot;
-                   for (int64_t i = 0; i < n; ++i) step(acc, x[i], offset[2] + i * stride[2]);
-                   *slot = acc;
-                 } else {
-                   for (int64_t i = 0; i < n; ++i) {
-                     step(slot[i * stride[1]], x[i], offset[2] + i * stride[2]);
-                   }
-                 }
-               });
+  if (in.numel == 0) return;
+  const std::vector<Group> groups = collapse(in.shape, args.attrs.ints);
+  Reduction<Op, In>{groups, in.data<In>(), slots}.run();
 }
 
 // Integer sums wrap in uint64 (like numpy, and never UB); floating sums
@@ -63,10 +154,19 @@ void fold(const KernelArgs& args, Slot* slots, const Step& step) {
 template <typename Out>
 using SumSlot = std::conditional_t<std::is_floating_point_v<Out>, double, uint64_t>;
 
+template <typename In, typename Acc>
+struct SumOp {
+  using Slot = Acc;
+  using Partial = Acc;
+  static Partial chunk(const In* x, int64_t n, int64_t) { return sum_chunk<In, Acc>(x, n); }
+  static void combine(Slot& slot, Partial partial) { slot += partial; }
+  static void columns(Slot* slots, const In* x, int64_t n, int64_t) { add_to_slots<In, Acc>(slots, x, n); }
+};
+
 template <typename In, typename Slot>
 std::vector<Slot> sum_slots(const KernelArgs& args, int64_t count) {
   std::vector<Slot> slots(static_cast<size_t>(count), Slot{0});
-  fold<In>(args, slots.data(), [](Slot& acc, In x, int64_t) { acc += static_cast<Slot>(x); });
+  reduce_into<SumOp<In, Slot>, In>(args, slots.data());
   return slots;
 }
 
@@ -89,13 +189,30 @@ T worst() {
   }
 }
 
+template <typename Better, typename T>
+struct ExtremeOp {
+  using Slot = T;
+  using Partial = T;
+  // Values that compare equal are the same bits but for NaNs and zeros:
+  // of those, the chunk's first.
+  static Partial chunk(const T* x, int64_t n, int64_t) {
+    const T value = extreme_chunk<Better, T>(x, n);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (is_nan(value) || value == 0) return x[first_match(x, n, value)];
+    }
+    return value;
+  }
+  static void combine(Slot& slot, Partial partial) { slot = Extreme<Better>{}(slot, partial); }
+  static void columns(Slot* slots, const T* x, int64_t n, int64_t) { extreme_into_slots<Better, T>(slots, x, n); }
+};
+
 template <typename Better>
 void run_extreme(const KernelArgs& args) {
   visit_dtype(AllTypes{}, args.output_types[0].dtype, [&]<typename T>(TypeTag<T>) {
     const device::Buffer& out = make_output(args);
     T* slots = out.mutable_data<T>();
     std::fill_n(slots, out.numel, worst<T, Better>());
-    fold<T>(args, slots, [](T& acc, T x, int64_t) { acc = Extreme<Better>{}(acc, x); });
+    reduce_into<ExtremeOp<Better, T>, T>(args, slots);
   });
 }
 
@@ -103,6 +220,24 @@ template <typename T>
 struct ArgmaxSlot {
   T value;
   int64_t position;
+};
+
+template <typename T>
+struct ArgmaxOp {
+  using Slot = ArgmaxSlot<T>;
+  using Partial = ArgmaxSlot<T>;
+  // Strictly greater keeps the first maximum; the first NaN beats every
+  // number and nothing beats it (numpy's argmax).
+  static void combine(Slot& best, const Partial& candidate) {
+    if (!is_nan(best.value) && (is_nan(candidate.value) || candidate.value > best.value)) best = candidate;
+  }
+  static Partial chunk(const T* x, int64_t n, int64_t position) {
+    const int64_t first = argmax_chunk(x, n);
+    return {x[first], position + first};
+  }
+  static void columns(Slot* slots, const T* x, int64_t n, int64_t position) {
+    for (int64_t i = 0; i < n; ++i) combine(slots[i], {x[i], position});
+  }
 };
 
 }  // namespace
@@ -155,11 +290,7 @@ void run<OpKind::kArgmax>(const KernelArgs& args) {
     const device::Buffer& out = make_output(args);
     std::vector<ArgmaxSlot<T>> slots(static_cast<size_t>(out.numel),
                                      ArgmaxSlot<T>{worst<T, std::greater<>>(), 0});
-    // Strictly greater keeps the first maximum; the first NaN beats every
-    // number and nothing beats it (numpy's argmax).
-    fold<T>(args, slots.data(), [](ArgmaxSlot<T>& best, T x, int64_t position) {
-      if (!is_nan(best.value) && (is_nan(x) || x > best.value)) best = {x, position};
-    });
+    reduce_into<ArgmaxOp<T>, T>(args, slots.data());
     int64_t* dst = out.mutable_data<int64_t>();
     for (int64_t i = 0; i < out.numel; ++i) dst[i] = slots[i].position;
   });

@@ -16,7 +16,7 @@ import ordo
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 CONFIG_VARIABLES = ("ORDO_NUM_DEVICES", "ORDO_COLLECTIVE_TIMEOUT_SECONDS", "ORDO_COLLECTIVE_WARN_SECONDS",
-                    "ORDO_CPU_BIND")
+                    "ORDO_CPU_BIND", "ORDO_KERNEL_THREADS")
 
 
 def run_python(code, timeout=60, **environment):
@@ -48,7 +48,10 @@ CONFIGURATION = """
     ({"ORDO_NUM_DEVICES": "four"}, ["ValueError", "ORDO_NUM_DEVICES: 'four' is not a whole number"]),
     ({"ORDO_NUM_DEVICES": "0"},
      ["ValueError", "ORDO_NUM_DEVICES: the number of devices must be in [1, 1024], got 0"]),
-], ids=["defaults", "3 devices", "timeouts", "not a number", "zero"])
+    ({"ORDO_KERNEL_THREADS": "2"}, [4, [30.0, 300.0]]),
+    ({"ORDO_KERNEL_THREADS": "0"},
+     ["ValueError", "ORDO_KERNEL_THREADS: '0' is not a whole number of threads >= 1"]),
+], ids=["defaults", "3 devices", "timeouts", "not a number", "zero", "kernel threads", "zero kernel threads"])
 def test_configuration_from_the_environment(environment, expected):
     assert run_python(CONFIGURATION, **environment) == expected
 

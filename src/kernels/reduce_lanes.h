@@ -1,0 +1,263 @@
+// The vectorized inner loops of the reductions (reduce.cc), compiled per
+// CPU level (core/simd.h). Each reduces one chunk of a contiguous row, or
+// folds one row into a run of contiguous slots, in an order fixed by the
+// length alone, so every clone, thread count and run gives the same bits:
+//
+// - sum: a chunk of n >= kLanes (32) elements is dealt round-robin to
+//   kLanes accumulators (element i to lane i % kLanes, each lane in index
+//   order) that meet in a fixed tree (lane j with lane j + 16, then + 8,
+//   ..., + 1); a shorter chunk adds in index order. Every clone does the
+//   same additions (no FMA: -ffp-contract=off).
+// - max, min: the value is exact in any order; only which NaN, or which of
+//   +0 and -0, depends on it. The chunk's max says whether there is one,
+//   and first_match then takes the chunk's first NaN, or first zero, as an
+//   in-order fold would.
+// - argmax: the first position of the max or of the first NaN, which no
+//   order changes (argmax_chunk).
+// - a row folded into slots updates slot i with element i, rows in order.
+//
+// GCC vectorizes the max and min lanes only as vector extensions of one
+// AVX2 register (Vec); a `||` in the select, or wider vectors, fall back to
+// scalar code element by element.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <type_traits>
+
+#include "core/arithmetic.h"
+#include "core/simd.h"
+
+namespace ordo::kernels {
+
+inline constexpr int kLanes = 32;
+
+template <typename T, typename Combine>
+[[gnu::always_inline]] inline T meet_lanes(T (&lanes)[kLanes], Combine combine) {
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int j = 0; j < width; ++j) lanes[j] = combine(lanes[j], lanes[j + width]);
+  }
+  return lanes[0];
+}
+
+// The sum of x[0, n) in Acc (double for floats, uint64_t wrapping for
+// integers and bools).
+template <typename In, typename Acc>
+ORDO_SIMD_CLONES Acc sum_chunk(const In* x, int64_t n) {
+  if (n < kLanes) {
+    Acc acc = 0;
+    for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc>(x[i]);
+    return acc;
+  }
+  Acc lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] += static_cast<Acc>(x[i + j]);
+  }
+  for (int j = 0; i + j < n; ++j) lanes[j] += static_cast<Acc>(x[i + j]);
+  return meet_lanes(lanes, [](Acc a, Acc b) { return a + b; });
+}
+
+// One 256-bit register of T (AVX2's width: GCC lowers wider vectors of
+// comparisons element by element on that level). The max, min and argmax
+// loops keep two of them, so 16 lanes of 4-byte and 8 of 8-byte types.
+template <typename T>
+using Vec [[gnu::vector_size(32)]] = T;
+template <typename T>
+inline constexpr int kVecWidth = 32 / sizeof(T);
+inline constexpr int kVecs = 4;  // independent accumulators: a compare's latency is hidden
+// The integer lanes beside a Vec<T>: comparison masks, positions.
+template <typename T>
+using SameWidthInt = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+
+template <typename V, typename T>
+[[gnu::always_inline]] inline void load(V& v, const T* x) {
+  std::memcpy(&v, x, sizeof v);
+}
+
+// a beats b: a > b for max (Better = std::greater<>), a < b for min.
+template <typename Better, typename T>
+[[gnu::always_inline]] inline bool beats(T a, T b) {
+  return std::is_same_v<Better, std::greater<>> ? a > b : a < b;
+}
+
+// lanes = v where it beats lanes (in place: a Vec is never returned, which
+// would change the ABI between the clones).
+template <typename Better, typename V>
+[[gnu::always_inline]] inline void keep_better(V& lanes, const V& v) {
+  if constexpr (std::is_same_v<Better, std::greater<>>) {
+    lanes = v > lanes ? v : lanes;
+  } else {
+    lanes = v < lanes ? v : lanes;
+  }
+}
+
+// Whether a comparison mask has a lane set.
+template <typename V>
+[[gnu::always_inline]] inline bool any_set(const V& mask) {
+  uint64_t words[sizeof(V) / 8];
+  std::memcpy(words, &mask, sizeof words);
+  uint64_t any = 0;
+  for (uint64_t word : words) any |= word;
+  return any != 0;
+}
+
+// The max or min of x[0, n), n >= 1, NaN if an element is NaN; of equal
+// values (+0 and -0, or NaNs) any one.
+template <typename Better, typename T>
+[[gnu::always_inline]] inline T extreme_of(const T* x, int64_t n) {
+  constexpr int kWidth = kVecWidth<T>;
+  const Extreme<Better> extreme;
+  int64_t i = 0;
+  T acc = x[0];
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (n >= kVecs * kWidth) {
+      Vec<T> lanes[kVecs];
+      Vec<SameWidthInt<T>> nan[kVecs] = {};
+      for (int k = 0; k < kVecs; ++k) load(lanes[k], x + k * kWidth);
+      for (i = kVecs * kWidth; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
+        for (int k = 0; k < kVecs; ++k) {
+          Vec<T> v;
+          load(v, x + i + k * kWidth);
+          keep_better<Better>(lanes[k], v);
+          if constexpr (std::is_floating_point_v<T>) nan[k] |= v != v;
+        }
+      }
+      // The vectors meet in a tree, then the lanes in index order.
+      for (int k = 0; k < kVecs; ++k) {
+        if constexpr (std::is_floating_point_v<T>) nan[0] |= nan[k] | (lanes[k] != lanes[k]);
+      }
+      if (any_set(nan[0])) return std::numeric_limits<T>::quiet_NaN();
+      for (int width = kVecs / 2; width >= 1; width /= 2) {
+        for (int k = 0; k < width; ++k) keep_better<Better>(lanes[k], lanes[k + width]);
+      }
+      acc = lanes[0][0];
+      for (int j = 1; j < kWidth; ++j) acc = extreme(acc, lanes[0][j]);
+    }
+  }
+  for (; i < n; ++i) acc = extreme(acc, x[i]);
+  return acc;
+}
+
+template <typename Better, typename T>
+ORDO_SIMD_CLONES T extreme_chunk(const T* x, int64_t n) {
+  return extreme_of<Better>(x, n);
+}
+
+// The index of the first element of x[0, n) that is `value` (equal to it,
+// or NaN if it is NaN); n if none.
+template <typename T>
+[[gnu::always_inline]] inline int64_t first_match_of(const T* x, int64_t n, T value) {
+  const bool nan = is_nan(value);
+  auto matches = [&](T v) { return nan ? v != v : v == value; };
+  int64_t i = 0;
+  if constexpr (!std::is_same_v<T, bool>) {
+    constexpr int kWidth = kVecWidth<T>;
+    for (; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
+      Vec<SameWidthInt<T>> found = {};
+      for (int k = 0; k < kVecs; ++k) {
+        Vec<T> v;
+        load(v, x + i + k * kWidth);
+        found |= nan ? v != v : v == value;
+      }
+      if (any_set(found)) break;
+    }
+  }
+  for (; i < n; ++i) {
+    if (matches(x[i])) return i;
+  }
+  return n;
+}
+
+template <typename T>
+ORDO_SIMD_CLONES int64_t first_match(const T* x, int64_t n, T value) {
+  return first_match_of(x, n, value);
+}
+
+// The position in x[0, n), 1 <= n < 2^31, of the first maximum, or of
+// the first NaN if there is one (numpy's argmax). One pass keeps, per
+// lane, the max over pieces of kArgmaxPiece elements and the first piece
+// that reached it; the first piece holding the overall max is then the
+// only one read again, for the first element equal to it.
+inline constexpr int64_t kArgmaxPiece = 256;
+
+template <typename T>
+ORDO_SIMD_CLONES int64_t argmax_chunk(const T* x, int64_t n) {
+  const int64_t pieces = n / kArgmaxPiece;
+  int64_t best = 0;
+  T best_value = x[0];
+  if constexpr (!std::is_same_v<T, bool>) {
+    constexpr int kWidth = kVecWidth<T>;
+    using Int = SameWidthInt<T>;
+    if (pieces > 0) {
+      Vec<T> max_so_far = {};
+      Vec<Int> piece_of = {};
+      Vec<Int> nan = {};
+      for (int64_t piece = 0; piece < pieces; ++piece) {
+        const T* p = x + piece * kArgmaxPiece;
+        Vec<T> lanes[kVecs];
+        for (int k = 0; k < kVecs; ++k) {
+          load(lanes[k], p + k * kWidth);
+          if constexpr (std::is_floating_point_v<T>) nan |= lanes[k] != lanes[k];
+        }
+        for (int64_t i = kVecs * kWidth; i < kArgmaxPiece; i += kVecs * kWidth) {
+          for (int k = 0; k < kVecs; ++k) {
+            Vec<T> v;
+            load(v, p + i + k * kWidth);
+            keep_better<std::greater<>>(lanes[k], v);
+            if constexpr (std::is_floating_point_v<T>) nan |= v != v;
+          }
+        }
+        for (int width = kVecs / 2; width >= 1; width /= 2) {
+          for (int k = 0; k < width; ++k) keep_better<std::greater<>>(lanes[k], lanes[k + width]);
+        }
+        if (piece == 0) {
+          max_so_far = lanes[0];
+        } else {
+          const auto take = lanes[0] > max_so_far;  // strictly: a lane keeps its first piece
+          max_so_far = take ? lanes[0] : max_so_far;
+          piece_of = take ? Vec<Int>{} + static_cast<Int>(piece) : piece_of;
+        }
+      }
+      if (any_set(nan)) return first_match_of(x, n, std::numeric_limits<T>::quiet_NaN());
+      best_value = max_so_far[0];
+      for (int j = 1; j < kWidth; ++j) best_value = std::max(best_value, max_so_far[j]);
+      int64_t first_piece = pieces;
+      for (int j = 0; j < kWidth; ++j) {
+        if (max_so_far[j] == best_value) first_piece = std::min<int64_t>(first_piece, piece_of[j]);
+      }
+      best = first_piece * kArgmaxPiece + first_match_of(x + first_piece * kArgmaxPiece, kArgmaxPiece, best_value);
+    }
+  }
+  // The elements after the whole pieces (all of them for bool).
+  const int64_t rest = std::is_same_v<T, bool> ? 0 : pieces * kArgmaxPiece;
+  if (rest < n) {
+    const T rest_max = extreme_of<std::greater<>>(x + rest, n - rest);
+    if (rest == 0 || is_nan(rest_max) || rest_max > best_value) {
+      best = rest + first_match_of(x + rest, n - rest, rest_max);
+    }
+  }
+  return best;
+}
+
+// slots[i] += x[i]: one row of a reduction over outer axes.
+template <typename In, typename Acc>
+ORDO_SIMD_CLONES void add_to_slots(Acc* __restrict slots, const In* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) slots[i] += static_cast<Acc>(x[i]);
+}
+
+// slots[i] = Extreme<Better>(slots[i], x[i]), spelt with bitwise operators
+// so that it vectorizes.
+template <typename Better, typename T>
+ORDO_SIMD_CLONES void extreme_into_slots(T* __restrict slots, const T* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T a = slots[i], b = x[i];
+    const bool b_wins = beats<Better>(b, a) | ((b != b) & (a == a));
+    slots[i] = b_wins ? b : a;
+  }
+}
+
+}  // namespace ordo::kernels
