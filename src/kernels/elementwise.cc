@@ -12,6 +12,7 @@
 #include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/strided_walk.h"
+#include "kernels/vector_math.h"
 
 namespace ordo::kernels {
 namespace {
@@ -104,14 +105,10 @@ T integer_pow(T base, T exponent) {
   return static_cast<T>(result);
 }
 
-struct Power {
+struct IntegerPower {
   template <typename T>
   T operator()(T base, T exponent) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      return std::pow(base, exponent);
-    } else {
-      return integer_pow(base, exponent);
-    }
+    return integer_pow(base, exponent);
   }
 };
 
@@ -169,49 +166,6 @@ struct Relu {
   template <typename T>
   T operator()(T x) const {
     return x < 0 ? T{0} : x;
-  }
-};
-
-struct Exp {
-  template <typename T>
-  T operator()(T x) const {
-    return std::exp(x);
-  }
-};
-
-struct Log {
-  template <typename T>
-  T operator()(T x) const {
-    return std::log(x);
-  }
-};
-
-struct Sqrt {
-  template <typename T>
-  T operator()(T x) const {
-    return std::sqrt(x);
-  }
-};
-
-struct Rsqrt {
-  template <typename T>
-  T operator()(T x) const {
-    return T{1} / std::sqrt(x);
-  }
-};
-
-struct Tanh {
-  template <typename T>
-  T operator()(T x) const {
-    return std::tanh(x);
-  }
-};
-
-// exp(-x) overflowing to inf for very negative x still gives the right 0.
-struct Sigmoid {
-  template <typename T>
-  T operator()(T x) const {
-    return T{1} / (T{1} + std::exp(-x));
   }
 };
 
@@ -315,6 +269,12 @@ void run_elementwise(const KernelArgs& args) {
   return run_rows<3>(args, fn);
 }
 
+RowFn float_math_row(ir::OpKind op, DType dtype) {
+  const RowFn fn = vector_math_row(op, dtype, best_vector_isa());
+  ORDO_CHECK(fn != nullptr, ": kernel got unexpected dtype ", dtype_name(dtype), " for ", ir::op_name(op));
+  return fn;
+}
+
 void throw_negative_exponent(int64_t base, int64_t exponent) {
   throw_error<ExecutionError>("integers to negative integer powers are not allowed (", base, " ** ", exponent,
                               "); cast to a float dtype first");
@@ -333,17 +293,12 @@ RowFn row_fn(OpKind op, DType operand, DType result) {
     case OpKind::kRelu:
       return same_type_row<1, Relu>(NumericTypes{}, result);
     case OpKind::kExp:
-      return same_type_row<1, Exp>(FloatingTypes{}, result);
     case OpKind::kLog:
-      return same_type_row<1, Log>(FloatingTypes{}, result);
     case OpKind::kSqrt:
-      return same_type_row<1, Sqrt>(FloatingTypes{}, result);
     case OpKind::kRsqrt:
-      return same_type_row<1, Rsqrt>(FloatingTypes{}, result);
     case OpKind::kTanh:
-      return same_type_row<1, Tanh>(FloatingTypes{}, result);
     case OpKind::kSigmoid:
-      return same_type_row<1, Sigmoid>(FloatingTypes{}, result);
+      return float_math_row(op, result);
     case OpKind::kLogicalNot:
       return &row<std::logical_not<>, bool, bool>;
     case OpKind::kCast:
@@ -357,7 +312,7 @@ RowFn row_fn(OpKind op, DType operand, DType result) {
     case OpKind::kDiv:
       return same_type_row<2, std::divides<>>(FloatingTypes{}, result);
     case OpKind::kPow:
-      return same_type_row<2, Power>(NumericTypes{}, result);
+      return is_floating(result) ? float_math_row(op, result) : same_type_row<2, IntegerPower>(IntegerTypes{}, result);
     case OpKind::kMaximum:
       return same_type_row<2, Extreme<std::greater<>>>(AllTypes{}, result);
     case OpKind::kMinimum:
