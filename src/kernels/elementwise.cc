@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/elementwise_rows.h"
@@ -224,35 +225,53 @@ RowFn where_row(DType result) {
 }
 
 // Covers the output with rows of fn: one row when the shapes allow it,
-// else one per innermost row of a broadcasting walk.
+// else one per innermost row of a broadcasting walk; in blocks on the
+// free cores when it is large (elementwise_rows.h).
 template <size_t kArity>
 void run_rows(const KernelArgs& args, RowFn fn) {
   const device::Buffer& out = make_output(args);
   if (out.numel == 0) return;
-  std::array<const device::Buffer*, kArity> in;
-  std::array<RowOperand, kArity> operands;
+  std::byte* const out_data = out.storage.get();
+  const int64_t out_size = static_cast<int64_t>(dtype_size(out.dtype));
+  std::array<const std::byte*, kArity> in_data;
+  std::array<int64_t, kArity> in_size;
   bool flat = true;
   for (size_t k = 0; k < kArity; ++k) {
-    in[k] = args.inputs[k];
-    flat = flat && (in[k]->numel == out.numel || in[k]->numel == 1);
-    operands[k] = {in[k]->storage.get(), in[k]->numel == out.numel ? 1 : 0};
+    const device::Buffer& in = *args.inputs[k];
+    in_data[k] = in.storage.get();
+    in_size[k] = static_cast<int64_t>(dtype_size(in.dtype));
+    flat = flat && (in.numel == out.numel || in.numel == 1);
   }
   if (flat) {
-    fn(out.storage.get(), out.numel, operands.data());
+    run_row_blocks(1, out.numel, [&](const RowBlock& block) {
+      std::array<RowOperand, kArity> operands;
+      for (size_t k = 0; k < kArity; ++k) {
+        const bool dense = args.inputs[k]->numel == out.numel;
+        operands[k] = {in_data[k] + (dense ? block.first_column * in_size[k] : 0), dense ? 1 : 0};
+      }
+      fn(out_data + block.first_column * out_size, block.columns, operands.data());
+    });
     return;
   }
   StridedWalk<kArity + 1> walk{out.shape, {}};
   walk.strides[0] = contiguous_strides(out.shape);
-  for (size_t k = 0; k < kArity; ++k) walk.strides[k + 1] = broadcast_strides(in[k]->shape, out.shape);
-  const size_t out_size = dtype_size(out.dtype);
-  for_each_row(walk, [&](const auto& offset, int64_t n, const auto& stride) {
-    std::array<RowOperand, kArity> row_operands;
-    for (size_t k = 0; k < kArity; ++k) {
-      row_operands[k] = {static_cast<const std::byte*>(in[k]->storage.get()) +
-                             offset[k + 1] * static_cast<int64_t>(dtype_size(in[k]->dtype)),
-                         stride[k + 1]};
+  for (size_t k = 0; k < kArity; ++k) walk.strides[k + 1] = broadcast_strides(args.inputs[k]->shape, out.shape);
+  const StridedWalk<kArity + 1> merged = coalesce(walk);
+  const size_t inner = merged.shape.size() - 1;  // out has more than one element here
+  const int64_t length = merged.shape[inner];
+  run_row_blocks(out.numel / length, length, [&](const RowBlock& block) {
+    std::vector<int64_t> index(inner);
+    std::array<int64_t, kArity + 1> offset;
+    seek_row(merged.shape, inner, merged.strides, block.first_row, index, offset);
+    for (int64_t row = 0; row < block.rows; ++row) {
+      std::array<RowOperand, kArity> operands;
+      for (size_t k = 0; k < kArity; ++k) {
+        const int64_t stride = merged.strides[k + 1][inner];
+        operands[k] = {in_data[k] + (offset[k + 1] + block.first_column * stride) * in_size[k], stride};
+      }
+      fn(out_data + (offset[0] + block.first_column) * out_size, block.columns, operands.data());
+      next_row(merged.shape, inner, merged.strides, index, offset);
     }
-    fn(out.storage.get() + offset[0] * static_cast<int64_t>(out_size), n, row_operands.data());
   });
 }
 
