@@ -209,6 +209,23 @@ TEST_P(ElementwiseOpsTest, UnaryOpsHandleSpecialFloats) {
   verify();
 }
 
+// Sizes that are no multiple of any vector width, 1-wide rows, and ops
+// large enough to run in several blocks (kernels/elementwise_rows.h: 64K
+// elements), with a partial last block.
+TEST_P(ElementwiseOpsTest, UnaryOpsOfOddAndBlockedSizesMatchTheStdLibrary) {
+  for (const UnaryCase& c : kUnaryCases) {
+    for (DType dtype : {kFloat32, kFloat64, kInt32}) {
+      if (c.result == UnaryResult::kBool && dtype != kInt32) continue;
+      for (const Shape& shape : {Shape{1}, Shape{5}, Shape{33}, Shape{7, 1}, Shape{3 * 65536 + 17}}) {
+        const HostArray x = sample(shape, dtype, /*salt=*/2, c.domain);
+        expect(std::string(c.name) + " of " + describe(shape, dtype), c.op(to_tensor(x, dtype)),
+               unary_result(c.result, dtype), map1(x, c.reference));
+      }
+    }
+  }
+  verify();
+}
+
 TEST_P(ElementwiseOpsTest, IntegerArithmeticWrapsLikeNumpy) {
   constexpr double kMin = std::numeric_limits<int32_t>::min(),
                    kMax = std::numeric_limits<int32_t>::max();
@@ -333,6 +350,32 @@ TEST_P(ElementwiseOpsTest, BinaryOpsBroadcastAndPromoteLikeNumpy) {
           continue;
         }
         expect(what, c.op(ta, tb), binary_result(c.result, dtype_a, dtype_b),
+               broadcast_map({a, b}, [&c](const Values& v) { return c.reference(v[0], v[1]); }));
+      }
+    }
+  }
+  verify();
+}
+
+// Broadcasts over several blocks: long rows cut into blocks of columns,
+// many short (and 1-wide) rows to a block, a broadcast (stride 0) inner
+// operand, a single element against a large operand.
+TEST_P(ElementwiseOpsTest, BinaryOpsBroadcastOverManyBlocks) {
+  const std::pair<Shape, Shape> pairs[] = {
+      {{3, 70001}, {70001}}, {{70001, 1}, {1, 3}},        {{1}, {131075}},
+      {{131075}, {131075}},  {{2, 1, 70000}, {1, 3, 1}}, {{65537, 2}, {65537, 1}},
+  };
+  for (const BinaryCase& c : kBinaryCases) {
+    if (std::string(c.name) != "add" && std::string(c.name) != "mul" && std::string(c.name) != "pow" &&
+        std::string(c.name) != "lt") {
+      continue;
+    }
+    for (const auto& [shape_a, shape_b] : pairs) {
+      for (DType dtype : {kFloat32, kFloat64}) {
+        const HostArray a = sample(shape_a, dtype, /*salt=*/5, Domain::kNonNegative);
+        const HostArray b = sample(shape_b, dtype, /*salt=*/6, c.rhs_domain);
+        expect(std::string(c.name) + "(" + describe(shape_a, dtype) + ", " + describe(shape_b, dtype) + ")",
+               c.op(to_tensor(a, dtype), to_tensor(b, dtype)), binary_result(c.result, dtype, dtype),
                broadcast_map({a, b}, [&c](const Values& v) { return c.reference(v[0], v[1]); }));
       }
     }

@@ -3,7 +3,10 @@
 // that leave a group, sizes around the tile and random graphs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <mutex>
 #include <random>
 #include <type_traits>
@@ -168,6 +171,36 @@ TEST_F(FusionTest, InputsBroadcastToTheGroupsShape) {
   EXPECT_EQ(fused_ops_of({y}), 3u);  // add, relu, mul
 }
 
+// Groups large enough to run in several blocks (kernels/elementwise_rows.h):
+// one dense row cut into blocks with a partial last one, long rows cut
+// into blocks of columns (a block starting mid-row), blocks of whole rows
+// that start mid-way through two outer dims, a scalar (stride 0) exponent.
+TEST_F(FusionTest, LargeGroupsRunInBlocksLikeOneKernelPerOp) {
+  const auto large = [] {
+    Tensor x = rand_normal({3 * 65536 + 5}, 30);
+    return sigmoid(tanh(x * 2.0 + 1.0) * 3.0 - 0.5) * x + x;
+  };
+  const auto long_rows = [] {
+    Tensor x = rand_normal({3, 70001}, 31);
+    return exp(tanh(x + rand_normal({70001}, 32)) * 0.5) - 1.0;
+  };
+  const auto outer_dims = [] {
+    Tensor x = rand_uniform({5, 4, 30000}, 33, 0.5, 2);
+    return log(pow(x, full({}, 2.5, DType::kFloat32)) + rand_uniform({4, 1}, 34)) * 0.25;
+  };
+  const auto float64 = [] {
+    Tensor x = cast(rand_normal({70001, 3}, 35), DType::kFloat64);
+    return sqrt(abs(sigmoid(x) - 0.5)) + rsqrt(x * x + 1.0);
+  };
+  expect_same_fused<float>(large);
+  expect_same_fused<float>(long_rows);
+  expect_same_fused<float>(outer_dims);
+  expect_same_fused<double>(float64);
+  EXPECT_EQ(fused_ops_of({large()}), 8u);
+  EXPECT_GE(fused_ops_of({long_rows()}), 4u);
+  EXPECT_GE(fused_ops_of({outer_dims()}), 4u);
+}
+
 TEST_F(FusionTest, ShortBroadcastRowsAreNotFused) {
   // A bias of 3 on every row would make the group run every op once per
   // 3 elements: the add runs alone, the rest of the chain still fuses.
@@ -196,6 +229,35 @@ TEST(FusedLayoutTest, DimsMergeWhereEveryArrayAgrees) {
   EXPECT_EQ(column.row_strides, (std::vector<int64_t>{0, 1}));
   EXPECT_THROW(kernels::make_fused_layout({3}, {{2, 3}}), InternalError);
   EXPECT_THROW(kernels::make_fused_layout({3, 4}, {{3}}), InternalError);
+}
+
+// The blocks of elementwise ops and fused groups cover every element once,
+// hold at most kRowBlockElements each, and an op that fits in one block
+// is one (it runs on the calling thread, without the free cores).
+TEST(RowBlocksTest, BlocksCoverEveryElementOnce) {
+  constexpr int64_t kBlock = kernels::kRowBlockElements;
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1},     {1, 4},          {1, kBlock},     {1, kBlock + 1},
+                                                {3, 70001}, {70001, 3},      {2, kBlock / 2}, {kBlock, 1},
+                                                {0, 5},     {5, 3 * kBlock}, {1000, 1000}};
+  for (const auto& [rows, length] : shapes) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(length));
+    const kernels::RowBlocks blocks(rows, length);
+    std::vector<int> covered(static_cast<size_t>(rows * length), 0);
+    for (int64_t b = 0; b < blocks.count(); ++b) {
+      const kernels::RowBlock block = blocks[b];
+      EXPECT_LE(block.rows * block.columns, kBlock);
+      EXPECT_GT(block.rows * block.columns, 0);
+      for (int64_t r = block.first_row; r < block.first_row + block.rows; ++r) {
+        for (int64_t c = block.first_column; c < block.first_column + block.columns; ++c) {
+          ++covered[static_cast<size_t>(r * length + c)];
+        }
+      }
+    }
+    EXPECT_EQ(std::count(covered.begin(), covered.end(), 1), rows * length);
+    if (rows * length <= kBlock) {
+      EXPECT_EQ(blocks.count(), rows == 0 ? 0 : 1);
+    }
+  }
 }
 
 // Inputs of random shapes that broadcast to a random group shape: leading

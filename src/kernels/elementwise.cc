@@ -7,11 +7,13 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/strided_walk.h"
+#include "kernels/vector_math.h"
 
 namespace ordo::kernels {
 namespace {
@@ -104,14 +106,10 @@ T integer_pow(T base, T exponent) {
   return static_cast<T>(result);
 }
 
-struct Power {
+struct IntegerPower {
   template <typename T>
   T operator()(T base, T exponent) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      return std::pow(base, exponent);
-    } else {
-      return integer_pow(base, exponent);
-    }
+    return integer_pow(base, exponent);
   }
 };
 
@@ -172,49 +170,6 @@ struct Relu {
   }
 };
 
-struct Exp {
-  template <typename T>
-  T operator()(T x) const {
-    return std::exp(x);
-  }
-};
-
-struct Log {
-  template <typename T>
-  T operator()(T x) const {
-    return std::log(x);
-  }
-};
-
-struct Sqrt {
-  template <typename T>
-  T operator()(T x) const {
-    return std::sqrt(x);
-  }
-};
-
-struct Rsqrt {
-  template <typename T>
-  T operator()(T x) const {
-    return T{1} / std::sqrt(x);
-  }
-};
-
-struct Tanh {
-  template <typename T>
-  T operator()(T x) const {
-    return std::tanh(x);
-  }
-};
-
-// exp(-x) overflowing to inf for very negative x still gives the right 0.
-struct Sigmoid {
-  template <typename T>
-  T operator()(T x) const {
-    return T{1} / (T{1} + std::exp(-x));
-  }
-};
-
 struct Select {
   template <typename T>
   T operator()(bool c, T a, T b) const {
@@ -270,35 +225,53 @@ RowFn where_row(DType result) {
 }
 
 // Covers the output with rows of fn: one row when the shapes allow it,
-// else one per innermost row of a broadcasting walk.
+// else one per innermost row of a broadcasting walk; in blocks on the
+// free cores when it is large (elementwise_rows.h).
 template <size_t kArity>
 void run_rows(const KernelArgs& args, RowFn fn) {
   const device::Buffer& out = make_output(args);
   if (out.numel == 0) return;
-  std::array<const device::Buffer*, kArity> in;
-  std::array<RowOperand, kArity> operands;
+  std::byte* const out_data = out.storage.get();
+  const int64_t out_size = static_cast<int64_t>(dtype_size(out.dtype));
+  std::array<const std::byte*, kArity> in_data;
+  std::array<int64_t, kArity> in_size;
   bool flat = true;
   for (size_t k = 0; k < kArity; ++k) {
-    in[k] = args.inputs[k];
-    flat = flat && (in[k]->numel == out.numel || in[k]->numel == 1);
-    operands[k] = {in[k]->storage.get(), in[k]->numel == out.numel ? 1 : 0};
+    const device::Buffer& in = *args.inputs[k];
+    in_data[k] = in.storage.get();
+    in_size[k] = static_cast<int64_t>(dtype_size(in.dtype));
+    flat = flat && (in.numel == out.numel || in.numel == 1);
   }
   if (flat) {
-    fn(out.storage.get(), out.numel, operands.data());
+    run_row_blocks(1, out.numel, [&](const RowBlock& block) {
+      std::array<RowOperand, kArity> operands;
+      for (size_t k = 0; k < kArity; ++k) {
+        const bool dense = args.inputs[k]->numel == out.numel;
+        operands[k] = {in_data[k] + (dense ? block.first_column * in_size[k] : 0), dense ? 1 : 0};
+      }
+      fn(out_data + block.first_column * out_size, block.columns, operands.data());
+    });
     return;
   }
   StridedWalk<kArity + 1> walk{out.shape, {}};
   walk.strides[0] = contiguous_strides(out.shape);
-  for (size_t k = 0; k < kArity; ++k) walk.strides[k + 1] = broadcast_strides(in[k]->shape, out.shape);
-  const size_t out_size = dtype_size(out.dtype);
-  for_each_row(walk, [&](const auto& offset, int64_t n, const auto& stride) {
-    std::array<RowOperand, kArity> row_operands;
-    for (size_t k = 0; k < kArity; ++k) {
-      row_operands[k] = {static_cast<const std::byte*>(in[k]->storage.get()) +
-                             offset[k + 1] * static_cast<int64_t>(dtype_size(in[k]->dtype)),
-                         stride[k + 1]};
+  for (size_t k = 0; k < kArity; ++k) walk.strides[k + 1] = broadcast_strides(args.inputs[k]->shape, out.shape);
+  const StridedWalk<kArity + 1> merged = coalesce(walk);
+  const size_t inner = merged.shape.size() - 1;  // out has more than one element here
+  const int64_t length = merged.shape[inner];
+  run_row_blocks(out.numel / length, length, [&](const RowBlock& block) {
+    std::vector<int64_t> index(inner);
+    std::array<int64_t, kArity + 1> offset;
+    seek_row(merged.shape, inner, merged.strides, block.first_row, index, offset);
+    for (int64_t row = 0; row < block.rows; ++row) {
+      std::array<RowOperand, kArity> operands;
+      for (size_t k = 0; k < kArity; ++k) {
+        const int64_t stride = merged.strides[k + 1][inner];
+        operands[k] = {in_data[k] + (offset[k + 1] + block.first_column * stride) * in_size[k], stride};
+      }
+      fn(out_data + (offset[0] + block.first_column) * out_size, block.columns, operands.data());
+      next_row(merged.shape, inner, merged.strides, index, offset);
     }
-    fn(out.storage.get() + offset[0] * static_cast<int64_t>(out_size), n, row_operands.data());
   });
 }
 
@@ -313,6 +286,12 @@ void run_elementwise(const KernelArgs& args) {
   }
   ORDO_CHECK_EQ(args.inputs.size(), 3u, ": the inputs of ", ir::op_name(kOp));
   return run_rows<3>(args, fn);
+}
+
+RowFn float_math_row(ir::OpKind op, DType dtype) {
+  const RowFn fn = vector_math_row(op, dtype, best_vector_isa());
+  ORDO_CHECK(fn != nullptr, ": kernel got unexpected dtype ", dtype_name(dtype), " for ", ir::op_name(op));
+  return fn;
 }
 
 void throw_negative_exponent(int64_t base, int64_t exponent) {
@@ -333,17 +312,12 @@ RowFn row_fn(OpKind op, DType operand, DType result) {
     case OpKind::kRelu:
       return same_type_row<1, Relu>(NumericTypes{}, result);
     case OpKind::kExp:
-      return same_type_row<1, Exp>(FloatingTypes{}, result);
     case OpKind::kLog:
-      return same_type_row<1, Log>(FloatingTypes{}, result);
     case OpKind::kSqrt:
-      return same_type_row<1, Sqrt>(FloatingTypes{}, result);
     case OpKind::kRsqrt:
-      return same_type_row<1, Rsqrt>(FloatingTypes{}, result);
     case OpKind::kTanh:
-      return same_type_row<1, Tanh>(FloatingTypes{}, result);
     case OpKind::kSigmoid:
-      return same_type_row<1, Sigmoid>(FloatingTypes{}, result);
+      return float_math_row(op, result);
     case OpKind::kLogicalNot:
       return &row<std::logical_not<>, bool, bool>;
     case OpKind::kCast:
@@ -357,7 +331,7 @@ RowFn row_fn(OpKind op, DType operand, DType result) {
     case OpKind::kDiv:
       return same_type_row<2, std::divides<>>(FloatingTypes{}, result);
     case OpKind::kPow:
-      return same_type_row<2, Power>(NumericTypes{}, result);
+      return is_floating(result) ? float_math_row(op, result) : same_type_row<2, IntegerPower>(IntegerTypes{}, result);
     case OpKind::kMaximum:
       return same_type_row<2, Extreme<std::greater<>>>(AllTypes{}, result);
     case OpKind::kMinimum:

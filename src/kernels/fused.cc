@@ -68,39 +68,47 @@ void run_fused(const FusedProgram& program, std::span<const device::Buffer* cons
     output_data[o] = buffer->storage.get();
     outputs[o] = std::move(buffer);
   }
+  if (program.numel == 0) return;
   const FusedLayout& layout = program.layout;
-  std::byte* const file = registers(program.num_registers);
-  // Element offsets of the current row's start, per input.
-  std::vector<int64_t> row_offset(inputs.size(), 0);
-  // Where ref reads or writes the tile that starts `column` elements into
-  // row `row`, as a row operand.
-  auto locate = [&](const FusedRef& ref, int64_t row, int64_t column) -> RowOperand {
-    const auto bytes = [&](int64_t elements) { return elements * ref.element_bytes; };
-    switch (ref.kind) {
-      case FusedRef::Kind::kInput: {
-        const int64_t stride = layout.row_strides[ref.index];
-        return {inputs[ref.index]->storage.get() + bytes(row_offset[ref.index] + column * stride), stride};
+  // Blocks of rows (or of one long row) on the free cores; a block's
+  // columns start on a tile boundary, since kRowBlockElements is a
+  // multiple of kFusedTile, so the tiles are those of a serial run.
+  static_assert(kRowBlockElements % kFusedTile == 0);
+  run_row_blocks(program.numel / layout.row_length, layout.row_length, [&](const RowBlock& block) {
+    std::byte* const file = registers(program.num_registers);  // this thread's
+    // Element offsets of the current row's start, per input.
+    std::vector<int64_t> row_offset(inputs.size(), 0);
+    std::vector<int64_t> index(layout.outer.size(), 0);
+    seek_row(layout.outer, layout.outer.size(), layout.outer_strides, block.first_row, index, row_offset);
+    // Where ref reads or writes the tile that starts `column` elements into
+    // row `row`, as a row operand.
+    auto locate = [&](const FusedRef& ref, int64_t row, int64_t column) -> RowOperand {
+      const auto bytes = [&](int64_t elements) { return elements * ref.element_bytes; };
+      switch (ref.kind) {
+        case FusedRef::Kind::kInput: {
+          const int64_t stride = layout.row_strides[ref.index];
+          return {inputs[ref.index]->storage.get() + bytes(row_offset[ref.index] + column * stride), stride};
+        }
+        case FusedRef::Kind::kRegister:
+          return {file + ref.index * kRegisterBytes, 1};
+        case FusedRef::Kind::kOutput:
+          return {output_data[ref.index] + bytes(row * layout.row_length + column), 1};
       }
-      case FusedRef::Kind::kRegister:
-        return {file + ref.index * kRegisterBytes, 1};
-      case FusedRef::Kind::kOutput:
-        return {output_data[ref.index] + bytes(row * layout.row_length + column), 1};
-    }
-    return {nullptr, 0};
-  };
-  std::vector<int64_t> index(layout.outer.size(), 0);
-  const int64_t rows = program.numel / layout.row_length;
-  for (int64_t row = 0; row < rows; ++row) {
-    for (int64_t column = 0; column < layout.row_length; column += kFusedTile) {
-      const int64_t n = std::min(kFusedTile, layout.row_length - column);
-      for (const FusedInstruction& op : program.code) {
-        std::array<RowOperand, 3> operands;
-        for (int32_t k = 0; k < op.arity; ++k) operands[k] = locate(op.operands[k], row, column);
-        op.fn(const_cast<void*>(locate(op.result, row, column).data), n, operands.data());
+      return {nullptr, 0};
+    };
+    const int64_t end_column = block.first_column + block.columns;
+    for (int64_t row = block.first_row; row < block.first_row + block.rows; ++row) {
+      for (int64_t column = block.first_column; column < end_column; column += kFusedTile) {
+        const int64_t n = std::min(kFusedTile, end_column - column);
+        for (const FusedInstruction& op : program.code) {
+          std::array<RowOperand, 3> operands;
+          for (int32_t k = 0; k < op.arity; ++k) operands[k] = locate(op.operands[k], row, column);
+          op.fn(const_cast<void*>(locate(op.result, row, column).data), n, operands.data());
+        }
       }
+      next_row(layout.outer, layout.outer.size(), layout.outer_strides, index, row_offset);
     }
-    next_row(layout.outer, layout.outer.size(), layout.outer_strides, index, row_offset);
-  }
+  });
 }
 
 }  // namespace ordo::kernels

@@ -92,6 +92,19 @@ void next_row(const Shape& dims, size_t inner, const StridesList& strides, std::
   }
 }
 
+// Sets index and offset to where next_row has them `row` rows after the
+// start (index all 0, offset all 0), so that a walk can begin mid-way.
+template <typename StridesList, typename Offsets>
+void seek_row(const Shape& dims, size_t inner, const StridesList& strides, int64_t row, std::vector<int64_t>& index,
+              Offsets& offset) {
+  for (auto& o : offset) o = 0;
+  for (size_t d = inner; d-- > 0;) {
+    index[d] = row % dims[d];
+    row /= dims[d];
+    for (size_t k = 0; k < offset.size(); ++k) offset[k] += index[d] * strides[k][d];
+  }
+}
+
 // Calls row(offset, n, stride) for each innermost row, in row-major order:
 // element i of the row is at offset[k] + i * stride[k] in array k. A 0-d
 // shape is one row of one element; a shape with a 0 dim has no rows.
