@@ -5,33 +5,20 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
-#include <utility>
 #include <mutex>
 #include <random>
+#include <string>
 #include <type_traits>
 
-#include "executor/compiler.h"
-#include "ir/post_order.h"
 #include "kernels/fused.h"
-#include "lazy/tensor_impl.h"
-#include "lazy/graph_table.h"
+#include "plans.h"
 #include "test_util.h"
 
 namespace ordo {
 namespace {
 
 using FusionTest = testing::OneDeviceTest;
-
-// The plan the default options compile for the graph of tensors.
-std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>& tensors,
-                                                        ScheduleOptions options = {}) {
-  auto& graph = lazy::graphs().graph(0);
-  std::lock_guard<std::mutex> lock(graph.mu);
-  std::vector<ir::Value> roots;
-  for (const Tensor& t : tensors) roots.push_back(t.impl()->value);
-  return executor::compile(ir::post_order(roots), options);
-}
+using testing::plan_of;
 
 // How many ops of the graph of tensors the default options fuse.
 size_t fused_ops_of(const std::vector<Tensor>& tensors) {

@@ -136,6 +136,42 @@ inline int64_t wrap_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
 
+inline Shape batch_of(const Shape& matrix_shape) {
+  return Shape(matrix_shape.begin(), matrix_shape.end() - 2);
+}
+
+// numpy.matmul in plain loops: a 1-D left operand is a row, a 1-D right
+// operand a column; out_shape (with those dims dropped) is the caller's.
+inline HostArray matmul_reference(HostArray a, HostArray b, const Shape& out_shape) {
+  if (a.shape.size() == 1) a.shape.insert(a.shape.begin(), 1);
+  if (b.shape.size() == 1) b.shape.push_back(1);
+  const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
+  HostArray out{out_shape, {}};
+  for (Odometer it(broadcast_shape(batch_of(a.shape), batch_of(b.shape))); !it.done(); it.next()) {
+    const int64_t a0 = broadcast_offset(batch_of(a.shape), it.index()) * m * k;
+    const int64_t b0 = broadcast_offset(batch_of(b.shape), it.index()) * k * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t p = 0; p < k; ++p) dot += a.values[a0 + i * k + p] * b.values[b0 + p * n + j];
+        out.values.push_back(dot);
+      }
+    }
+  }
+  return out;
+}
+
+// x with its axes in the order dims (negative dims count from the end).
+inline HostArray permute_reference(const HostArray& x, const std::vector<int64_t>& dims) {
+  Shape out;
+  for (int64_t d : dims) out.push_back(x.shape[wrap_axis(d, dims.size())]);
+  return pick(x, out, [&](const Index& at) {
+    Index source(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) source[wrap_axis(dims[d], dims.size())] = at[d];
+    return source;
+  });
+}
+
 // Reduces the given axes (empty: all) by f, which gets the reduced values of
 // one output element in row-major order of the reduced axes.
 inline HostArray reduce_reference(const HostArray& x, const std::vector<int64_t>& axes,

@@ -25,7 +25,9 @@ using testing::describe;
 using testing::HostArray;
 using testing::Index;
 using testing::kAllDTypes;
+using testing::matmul_reference;
 using testing::Odometer;
+using testing::permute_reference;
 using testing::pick;
 using testing::sample;
 using testing::to_tensor;
@@ -195,31 +197,6 @@ TEST_P(ReductionTest, LongRowsOddSizesAndEveryAxesLayout) {
 
 // ---- Matmul ----
 
-Shape batch_of(const Shape& matrix_shape) {
-  return Shape(matrix_shape.begin(), matrix_shape.end() - 2);
-}
-
-// numpy.matmul in plain loops: a 1-D left operand is a row, a 1-D right
-// operand a column; out_shape (with those dims dropped) is the caller's.
-HostArray matmul_reference(HostArray a, HostArray b, const Shape& out_shape) {
-  if (a.shape.size() == 1) a.shape.insert(a.shape.begin(), 1);
-  if (b.shape.size() == 1) b.shape.push_back(1);
-  const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
-  HostArray out{out_shape, {}};
-  for (Odometer it(broadcast_shape(batch_of(a.shape), batch_of(b.shape))); !it.done(); it.next()) {
-    const int64_t a0 = broadcast_offset(batch_of(a.shape), it.index()) * m * k;
-    const int64_t b0 = broadcast_offset(batch_of(b.shape), it.index()) * k * n;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        double dot = 0;
-        for (int64_t p = 0; p < k; ++p) dot += a.values[a0 + i * k + p] * b.values[b0 + p * n + j];
-        out.values.push_back(dot);
-      }
-    }
-  }
-  return out;
-}
-
 TEST_P(ShapeOpsTest, MatmulFollowsNumpy) {
   struct Case {
     Shape a, b, out;
@@ -274,16 +251,6 @@ TEST_P(ShapeOpsTest, ReshapeKeepsRowMajorOrder) {
     }
   }
   verify();
-}
-
-HostArray permute_reference(const HostArray& x, const Axes& dims) {
-  Shape out;
-  for (int64_t d : dims) out.push_back(x.shape[wrap_axis(d, dims.size())]);
-  return pick(x, out, [&](const Index& at) {
-    Index source(dims.size());
-    for (size_t d = 0; d < dims.size(); ++d) source[wrap_axis(dims[d], dims.size())] = at[d];
-    return source;
-  });
 }
 
 TEST_P(ShapeOpsTest, PermuteAndTransposeMoveAxes) {

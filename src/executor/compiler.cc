@@ -4,6 +4,7 @@
 #include <random>
 
 #include "executor/fusion.h"
+#include "executor/transpose_folding.h"
 
 namespace ordo::executor {
 namespace {
@@ -75,9 +76,11 @@ std::vector<int32_t> schedule(const ir::PostOrder& graph, const ScheduleOptions&
 namespace {
 
 // The units in run order: fused groups where options allow, else one node
-// per step.
-std::vector<PlanUnit> units_of(const ir::PostOrder& graph, const ScheduleOptions& options) {
+// per step; the permutes that matmuls read through are none.
+std::vector<PlanUnit> units_of(const ir::PostOrder& graph, const ScheduleOptions& options,
+                               FoldedTransposes& folded) {
   std::vector<int32_t> order = schedule(graph, options);
+  folded = fold_transposes(graph, order);
   if (options.fuse_elementwise) return fuse_elementwise(graph, std::move(order));
   std::vector<PlanUnit> units;
   units.reserve(order.size());
@@ -91,7 +94,8 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
                                              const ScheduleOptions& options) {
   auto plan = std::make_shared<ExecutionPlan>();
   plan->graph_hash = graph.hash;
-  const std::vector<PlanUnit> units = units_of(graph, options);
+  FoldedTransposes folded;
+  const std::vector<PlanUnit> units = units_of(graph, options, folded);
   // A step is ~250 bytes: grown by doubling, the steps of a large plan moved
   // through ever larger buffers that the C library maps afresh, and their
   // page faults were most of compiling (1.4 ms of a 1000-step plan, now
@@ -137,8 +141,15 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
       step.output_types.assign(first->outputs().begin(), first->outputs().end());
       first_slot[unit.nodes.front()] = plan->num_slots;
       plan->num_slots += static_cast<int32_t>(first->outputs().size());
-      for (const ir::Value& v : first->operands()) {
-        step.input_slots.push_back(slot_of(graph.position(v.node.get()), v.index));
+      if (const FoldedTransposes::Matmul* matmul = folded.find(unit.nodes.front())) {
+        step.attrs.ints = {matmul->transposed[0], matmul->transposed[1]};
+        for (const ir::NodeOutput& operand : matmul->operands) {
+          step.input_slots.push_back(slot_of(operand.node, operand.index));
+        }
+      } else {
+        for (const ir::Value& v : first->operands()) {
+          step.input_slots.push_back(slot_of(graph.position(v.node.get()), v.index));
+        }
       }
     }
     plan->steps.push_back(std::move(step));

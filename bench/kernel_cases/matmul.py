@@ -1,0 +1,91 @@
+"""Matmul, float32 and float64: square 64, 256, 1024, 2048 and batched
+32 x 128 x 128, against numpy (and torch) on Debian's OpenBLAS.
+
+Where one product is short next to ordo's per-call cost (tracing, the
+cache-hit compile, waiting: tens of microseconds), every library chains
+`x = x @ w` in one call: w is orthogonal, so x keeps its norm (no inf, no
+denormals) however long the chain.
+
+One OpenBLAS in the process: Debian's numpy (and torch, BLAS_INFO=generic)
+link libblas.so.3, which on Debian is a wrapper of the same libopenblas.so.0
+that ordo links, so the thread count is one for the whole process. ordo
+sets it to 1 before its first product (its gemm calls run on the threads
+ordo gives them, never OpenBLAS's own), and from then on numpy's products
+would run on one thread too (measured: openblas_get_num_threads() goes
+from 2 to 1 in the benchmark's child after ordo's first matmul). So that
+numpy and torch use the bench's N threads, their calls here set OpenBLAS's
+count to N (OPENBLAS_NUM_THREADS, which the harness sets to N) and put it
+back afterwards; the libraries run in turn, so ordo's calls see 1.
+"""
+
+import contextlib
+import ctypes
+import os
+
+import numpy as np
+
+from kernel_bench import Case
+
+_openblas = ctypes.CDLL("libopenblas.so.0")  # numpy's, already loaded: the same library
+
+
+@contextlib.contextmanager
+def _openblas_threads():
+    """OpenBLAS on the bench's N threads for a reference library's call."""
+    previous = _openblas.openblas_get_num_threads()
+    _openblas.openblas_set_num_threads(int(os.environ.get("OPENBLAS_NUM_THREADS", "1")))
+    try:
+        yield
+    finally:
+        _openblas.openblas_set_num_threads(previous)
+
+
+def _chain(x, w, steps):
+    for _ in range(steps):
+        x = x @ w
+    return x
+
+
+def _reference(steps):
+    def call(x, w):
+        with _openblas_threads():
+            return _chain(x, w, steps)
+
+    return call
+
+
+def _square(n, dtype):
+    def inputs(rng):
+        x = rng.standard_normal((n, n))
+        w, _ = np.linalg.qr(rng.standard_normal((n, n)))  # orthogonal
+        return x.astype(dtype), w.astype(dtype)
+
+    return inputs
+
+
+def _batched(dtype):
+    def inputs(rng):
+        return tuple(rng.standard_normal((32, 128, 128)).astype(dtype) for _ in range(2))
+
+    return inputs
+
+
+# How many products one call chains at each size: enough that ordo's
+# per-call cost is a few percent of the call.
+_STEPS = {64: 50, 256: 10, 1024: 1, 2048: 1}
+
+
+def _cases():
+    cases = []
+    for dtype, name in ((np.float32, "f32"), (np.float64, "f64")):
+        for n, steps in _STEPS.items():
+            chained = f" x{steps}" if steps > 1 else ""
+            cases.append(Case(f"matmul {name} {n}^2{chained}", _square(n, dtype),
+                              lambda x, w, steps=steps: _chain(x, w, steps), _reference(steps),
+                              _reference(steps), target=0.9, numpy_threads_follow=True))
+        cases.append(Case(f"matmul {name} 32x128x128", _batched(dtype), lambda a, b: a @ b, _reference(1),
+                          _reference(1), target=0.9, numpy_threads_follow=True))
+    return cases
+
+
+CASES = _cases()

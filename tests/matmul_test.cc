@@ -1,0 +1,270 @@
+// Float matmul through the BLAS against the plain reference loop: odd,
+// 1-wide, tall and skinny, empty and batched shapes, broadcast batches, 1-D
+// operands and operands transposed through the step's flags; how the
+// compiler folds a transposing permute into the matmul; and that the
+// shape-fixed blocks give bitwise the same product in any order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "plans.h"
+#include "reference.h"
+
+// OpenBLAS's own call (its cblas.h is the library's private include).
+extern "C" int openblas_get_num_threads(void);
+
+namespace ordo {
+namespace {
+
+using testing::describe;
+using testing::HostArray;
+using testing::matmul_reference;
+using testing::permute_reference;
+using testing::plan_of;
+using testing::sample;
+using testing::to_tensor;
+
+constexpr DType kInt32 = DType::kInt32, kFloat32 = DType::kFloat32, kFloat64 = DType::kFloat64;
+
+using MatmulTest = testing::OpsTest;
+
+INSTANTIATE_TEST_SUITE_P(ReadModes, MatmulTest, testing::all_read_modes(), testing::read_mode_name);
+
+constexpr DType kFloatTypes[] = {kFloat32, kFloat64};
+
+struct ShapeCase {
+  Shape a, b, out;
+};
+
+TEST_P(MatmulTest, FloatShapesFollowNumpy) {
+  const ShapeCase cases[] = {
+      {{37, 53}, {53, 29}, {37, 29}},           // odd sizes
+      {{1, 1}, {1, 1}, {1, 1}},                 // 1-wide
+      {{5, 1}, {1, 7}, {5, 7}},
+      {{7, 3}, {3, 1}, {7, 1}},
+      {{3000, 5}, {5, 3}, {3000, 3}},           // tall and skinny, several panels
+      {{4, 3000}, {3000, 2}, {4, 2}},           // a long inner dim
+      {{300, 200}, {200, 150}, {300, 150}},     // several row panels
+      {{3, 0}, {0, 4}, {3, 4}},                 // k = 0: zeros
+      {{2, 3, 0}, {0, 4}, {2, 3, 4}},
+      {{0, 5}, {5, 3}, {0, 3}},                 // m = 0
+      {{3, 5}, {5, 0}, {3, 0}},                 // n = 0
+      {{3, 17, 9}, {3, 9, 11}, {3, 17, 11}},    // batched
+      {{2, 1, 5, 6}, {3, 6, 4}, {2, 3, 5, 4}},  // broadcast batch dims
+      {{40, 64, 64}, {64, 64}, {40, 64, 64}},   // b shared: one gemm of 2560 rows
+      {{4, 7, 6}, {1, 6, 5}, {4, 7, 5}},
+      {{7, 6}, {4, 6, 5}, {4, 7, 5}},           // a shared
+      {{6}, {6}, {}},                           // 1-D operands
+      {{6}, {2, 6, 3}, {2, 3}},
+      {{2, 3, 6}, {6}, {2, 3}},
+      {{0}, {0}, {}},
+  };
+  for (DType dtype : kFloatTypes) {
+    for (const ShapeCase& c : cases) {
+      const HostArray a = sample(c.a, dtype, 1), b = sample(c.b, dtype, 2);
+      expect(describe(c.a, dtype) + " @ " + shape_to_string(c.b), matmul(to_tensor(a, dtype), to_tensor(b, dtype)),
+             dtype, matmul_reference(a, b, c.out));
+    }
+  }
+  verify();
+}
+
+// The axes that swap the last two of a rank.
+std::vector<int64_t> last_two_swapped(size_t rank) {
+  std::vector<int64_t> dims(rank);
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[rank - 1], dims[rank - 2]);
+  return dims;
+}
+
+// x as stored, and the operand it is once transposed (when transposed).
+struct Operand {
+  HostArray stored;
+  bool transposed;
+  HostArray value() const { return transposed ? permute_reference(stored, last_two_swapped(stored.shape.size())) : stored; }
+  Tensor traced(DType dtype) const {
+    const Tensor t = to_tensor(stored, dtype);
+    return transposed ? transpose(t, -1, -2) : t;
+  }
+};
+
+TEST_P(MatmulTest, TransposedOperandsFollowNumpy) {
+  struct Case {
+    Shape a_stored, b_stored;
+    bool transpose_a, transpose_b;
+    Shape out;
+  };
+  const Case cases[] = {
+      {{53, 37}, {53, 29}, true, false, {37, 29}},
+      {{37, 53}, {29, 53}, false, true, {37, 29}},
+      {{53, 37}, {29, 53}, true, true, {37, 29}},
+      {{200, 300}, {150, 200}, true, true, {300, 150}},  // several row panels, transposed
+      {{3, 9, 17}, {3, 11, 9}, true, true, {3, 17, 11}},
+      {{2, 1, 6, 5}, {3, 4, 6}, true, true, {2, 3, 5, 4}},
+      {{40, 64, 64}, {64, 64}, true, false, {40, 64, 64}},  // no single gemm with a transposed
+      {{40, 64, 64}, {64, 64}, false, true, {40, 64, 64}},  // one gemm, b transposed
+      {{0, 3}, {0, 4}, true, false, {3, 4}},               // k = 0
+      {{1, 1}, {7, 1}, true, true, {1, 7}},
+      {{6}, {2, 3, 6}, false, true, {2, 3}},
+  };
+  for (DType dtype : kFloatTypes) {
+    for (const Case& c : cases) {
+      const Operand a{sample(c.a_stored, dtype, 1), c.transpose_a}, b{sample(c.b_stored, dtype, 2), c.transpose_b};
+      expect(describe(c.a_stored, dtype) + (c.transpose_a ? ".T" : "") + " @ " + shape_to_string(c.b_stored) +
+                 (c.transpose_b ? ".T" : ""),
+             matmul(a.traced(dtype), b.traced(dtype)), dtype, matmul_reference(a.value(), b.value(), c.out));
+    }
+  }
+  verify();
+}
+
+using MatmulPlanTest = testing::OneDeviceTest;
+
+size_t steps_of(const executor::ExecutionPlan& plan, ir::OpKind op) {
+  return std::count_if(plan.steps.begin(), plan.steps.end(),
+                       [&](const executor::PlanStep& step) { return !step.fused && step.op == op; });
+}
+
+const executor::PlanStep& matmul_step(const executor::ExecutionPlan& plan) {
+  auto it = std::find_if(plan.steps.begin(), plan.steps.end(),
+                         [](const executor::PlanStep& step) { return step.op == ir::OpKind::kMatmul; });
+  EXPECT_NE(it, plan.steps.end());
+  return *it;
+}
+
+TEST_F(MatmulPlanTest, APermuteOnlyMatmulsReadIsSkipped) {
+  const HostArray x = sample({2, 5, 3}, kFloat32, 1), y = sample({2, 4, 5}, kFloat32, 2);
+  const Tensor tx = to_tensor(x, kFloat32), ty = to_tensor(y, kFloat32);
+  mark_step();
+  const Tensor c = matmul(transpose(tx, -1, -2), transpose(ty, 1, 2));
+  const auto plan = plan_of({c});
+  EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 0u);
+  ASSERT_EQ(plan->steps.size(), 1u);
+  const executor::PlanStep& step = matmul_step(*plan);
+  EXPECT_EQ(std::vector<int64_t>(step.attrs.ints.begin(), step.attrs.ints.end()), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(step.input_slots, plan->parameter_slots);  // the permutes' inputs
+  testing::expect_close(c, kFloat32,
+                        matmul_reference(permute_reference(x, {0, 2, 1}), permute_reference(y, {0, 2, 1}), {2, 3, 4}));
+}
+
+TEST_F(MatmulPlanTest, APermuteReadAsBothOperandsIsSkipped) {
+  const HostArray x = sample({4, 4}, kFloat64, 3);
+  const Tensor tx = to_tensor(x, kFloat64);
+  mark_step();
+  const Tensor xt = transpose(tx, 0, 1);
+  const Tensor c = matmul(xt, xt);
+  const auto plan = plan_of({c});
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(std::vector<int64_t>(plan->steps[0].attrs.ints.begin(), plan->steps[0].attrs.ints.end()),
+            (std::vector<int64_t>{1, 1}));
+  const HostArray want = permute_reference(x, {1, 0});
+  testing::expect_close(c, kFloat64, matmul_reference(want, want, {4, 4}));
+}
+
+TEST_F(MatmulPlanTest, APermuteThatIsAlsoReadElsewhereRuns) {
+  const HostArray x = sample({5, 3}, kFloat64, 1), y = sample({5, 4}, kFloat64, 2);
+  const Tensor tx = to_tensor(x, kFloat64), ty = to_tensor(y, kFloat64);
+  mark_step();
+  for (bool root : {true, false}) {  // xt a root, or another op's operand
+    const Tensor xt = transpose(tx, 0, 1);
+    const Tensor other_reader = root ? xt : exp(xt);
+    const Tensor c = matmul(xt, ty);
+    const auto plan = plan_of({c, other_reader});
+    EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 1u);
+    EXPECT_TRUE(matmul_step(*plan).attrs.ints.empty());
+    testing::expect_close(c, kFloat64, matmul_reference(permute_reference(x, {1, 0}), y, {3, 4}));
+  }
+}
+
+TEST_F(MatmulPlanTest, OnlyLastTwoDimSwapsOfFloatMatmulsFold) {
+  const Tensor x = ones({3, 4, 4}), y = ones({4, 4});
+  mark_step();
+  // A permute of other dims stays; so does any permute an integer matmul reads.
+  const Tensor c = matmul(permute(x, {1, 0, 2}), y);
+  EXPECT_EQ(steps_of(*plan_of({c}), ir::OpKind::kPermute), 1u);
+  const Tensor xi = ones({4, 4}, kInt32);
+  mark_step();
+  const Tensor ci = matmul(transpose(xi, 0, 1), xi);
+  EXPECT_EQ(steps_of(*plan_of({ci}), ir::OpKind::kPermute), 1u);
+  EXPECT_EQ(ci.to_vector<int32_t>(), std::vector<int32_t>(16, 4));
+  const Tensor cf = matmul(transpose(y, 0, 1), y);
+  EXPECT_EQ(steps_of(*plan_of({cf}), ir::OpKind::kPermute), 0u);
+  EXPECT_EQ(cf.to_vector<float>(), std::vector<float>(16, 4.0f));
+}
+
+TEST_F(MatmulPlanTest, OpenBlasRunsOnTheCallingThreadOnly) {
+  EXPECT_EQ(matmul(ones({8, 8}), ones({8, 8})).to_vector<float>()[0], 8.0f);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+}
+
+// ---- Blocks ----
+
+template <typename T>
+std::vector<T> random_values(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<T> values(shape_numel(shape));
+  for (T& v : values) v = static_cast<T>(uniform(rng));
+  return values;
+}
+
+// c of the product with its blocks run in the given order.
+template <typename T>
+std::vector<T> product_in_order(const kernels::MatmulShapes& shapes, const std::vector<T>& a,
+                                const std::vector<T>& b, const std::vector<int64_t>& blocks) {
+  std::vector<T> c(shape_numel(shapes.c), T{-1});
+  const kernels::BlockedProduct<T> product(shapes, a.data(), b.data(), c.data());
+  EXPECT_EQ(product.num_blocks(), static_cast<int64_t>(blocks.size()));
+  for (int64_t block : blocks) product.run_block(block);
+  return c;
+}
+
+template <typename T>
+void expect_same_in_any_order(const kernels::MatmulShapes& shapes) {
+  SCOPED_TRACE(shape_to_string(shapes.a) + " @ " + shape_to_string(shapes.b));
+  const std::vector<T> a = random_values<T>(shapes.a, 1), b = random_values<T>(shapes.b, 2);
+  const int64_t num_blocks = kernels::BlockedProduct<T>(shapes, a.data(), b.data(), nullptr).num_blocks();
+  ASSERT_GT(num_blocks, 1);
+  std::vector<int64_t> order(num_blocks);
+  std::iota(order.begin(), order.end(), 0);
+  const std::vector<T> serial = product_in_order(shapes, a, b, order);
+  std::reverse(order.begin(), order.end());
+  const std::vector<T> reversed = product_in_order(shapes, a, b, order);
+  std::shuffle(order.begin(), order.end(), std::mt19937(3));
+  const std::vector<T> shuffled = product_in_order(shapes, a, b, order);
+  EXPECT_EQ(0, std::memcmp(serial.data(), reversed.data(), serial.size() * sizeof(T)));
+  EXPECT_EQ(0, std::memcmp(serial.data(), shuffled.data(), serial.size() * sizeof(T)));
+  // The kernel itself, through the executor, gives the same bits.
+  const Tensor c = matmul(to_tensor(HostArray{shapes.a, {a.begin(), a.end()}}, dtype_of<T>()),
+                          to_tensor(HostArray{shapes.b, {b.begin(), b.end()}}, dtype_of<T>()));
+  EXPECT_EQ(c.to_vector<T>(), serial);
+}
+
+TEST_F(MatmulPlanTest, BlocksGiveTheSameBitsInAnyOrder) {
+  expect_same_in_any_order<float>({{300, 200}, {200, 150}, {300, 150}});
+  expect_same_in_any_order<double>({{300, 200}, {200, 150}, {300, 150}});
+  expect_same_in_any_order<float>({{40, 64, 64}, {64, 64}, {40, 64, 64}});
+  expect_same_in_any_order<double>({{6, 70, 90}, {6, 90, 80}, {6, 70, 80}});
+}
+
+TEST_F(MatmulPlanTest, BlocksDependOnTheShapeOnly) {
+  const auto blocks = [](const kernels::MatmulShapes& shapes) {
+    return kernels::BlockedProduct<float>(shapes, nullptr, nullptr, nullptr).num_blocks();
+  };
+  EXPECT_EQ(blocks({{64, 64}, {64, 64}, {64, 64}}), 1);  // small: not split
+  EXPECT_EQ(blocks({{0, 64}, {64, 64}, {0, 64}}), 0);    // nothing to write
+  EXPECT_EQ(blocks({{256, 256}, {256, 256}, {256, 256}}), 4);
+  EXPECT_EQ(blocks({{2048, 2048}, {2048, 2048}, {2048, 2048}}), 16);
+  EXPECT_EQ(blocks({{32, 128, 128}, {32, 128, 128}, {32, 128, 128}}), 32);  // one gemm each
+  EXPECT_EQ(blocks({{32, 128, 128}, {128, 128}, {32, 128, 128}}), 16);      // one gemm, 16 panels
+  EXPECT_EQ(blocks({{100, 8, 8}, {100, 8, 8}, {100, 8, 8}}), 1);            // many tiny gemms: one block
+}
+
+}  // namespace
+}  // namespace ordo
