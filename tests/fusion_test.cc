@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <type_traits>
 
 #include "kernels/fused.h"
