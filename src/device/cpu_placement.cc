@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
@@ -55,13 +56,21 @@ int driver_cpu(int ordinal, int num_devices, int cpus) {
   return 2 * num_devices <= cpus ? num_devices + ordinal : worker_cpu(ordinal);
 }
 
-void pin_current_thread(int cpu) {
+int current_cpu() {
   const std::vector<int>& cpus = allowed_cpus();
-  if (!cpu_binding_enabled() || cpus.size() <= 1) return;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpus[static_cast<size_t>(cpu) % cpus.size()], &one);
-  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+  const auto it = std::find(cpus.begin(), cpus.end(), sched_getcpu());
+  return it == cpus.end() ? -1 : static_cast<int>(it - cpus.begin());
+}
+
+void pin_current_thread(int cpu) { pin_current_thread(std::vector<int>{cpu}); }
+
+void pin_current_thread(const std::vector<int>& indices) {
+  const std::vector<int>& cpus = allowed_cpus();
+  if (!cpu_binding_enabled() || cpus.size() <= 1 || indices.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int index : indices) CPU_SET(cpus[static_cast<size_t>(index) % cpus.size()], &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 }  // namespace ordo::device

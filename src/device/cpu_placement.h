@@ -14,6 +14,8 @@
 // own (a pinned thread's children inherit its CPU).
 #pragma once
 
+#include <vector>
+
 namespace ordo::device {
 
 // Whether ordo pins threads: ORDO_CPU_BIND unset or "cores" (yes), or
@@ -28,8 +30,13 @@ int usable_cpu_count();
 int worker_cpu(int ordinal);
 int driver_cpu(int ordinal, int num_devices, int cpus);
 
-// Pins the calling thread to that CPU; does nothing when binding is off,
-// the process has a single CPU, or affinity cannot be read or set.
+// Pins the calling thread to that CPU (to any of those CPUs); does nothing
+// when binding is off, the process has a single CPU, or affinity cannot be
+// read or set.
 void pin_current_thread(int cpu);
+void pin_current_thread(const std::vector<int>& cpus);
+// The CPU (an index into this process's CPUs) the calling thread runs on
+// now, or -1.
+int current_cpu();
 
 }  // namespace ordo::device

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -44,7 +45,23 @@ std::atomic<int> kernel_threads_{0};  // 0: no limit beyond the free cores
 // free CPUs before their next job.
 std::atomic<int> placement_generation_{0};
 
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
+
 thread_local bool inside_block = false;
+thread_local int home_cpu = -1;  // KernelHome's
+
+int home_cpu_of_caller() { return home_cpu; }
+
+// The CPUs a pool thread may run a job's blocks on: the free ones, and the
+// idle worker's whose task the job is part of, but the caller's (it works
+// on the blocks too; a pool thread beside it would take turns with it).
+std::vector<int> cpus_for(int home, int caller) {
+  std::vector<int> cpus;
+  for (int cpu = host_devices_.load(std::memory_order_relaxed); cpu < usable_cpu_count(); ++cpu) cpus.push_back(cpu);
+  if (home >= 0 && std::find(cpus.begin(), cpus.end(), home) == cpus.end()) cpus.push_back(home);
+  if (cpus.size() > 1) std::erase(cpus, caller);
+  return cpus;
+}
 
 struct Job {
   Job(void (*body_)(void*, int64_t), void* context_, int64_t num_blocks_)
@@ -53,11 +70,14 @@ struct Job {
   void (*body)(void* context, int64_t block);
   void* context;
   int64_t num_blocks;
+  int home_cpu = home_cpu_of_caller();
+  int caller_cpu = current_cpu();
   std::atomic<int64_t> next_block{0};
   std::atomic<bool> failed{false};
-  // Guarded by the pool's mutex.
+  // Written with the pool's mutex held; threads_inside is also read
+  // without it by a caller that spins before it sleeps.
   int open_seats = 0;
-  int threads_inside = 0;
+  std::atomic<int> threads_inside{0};
   std::exception_ptr error;
 };
 
@@ -81,6 +101,7 @@ class Pool {
       }
       job.open_seats = helpers;
       open_jobs_.push_back(&job);
+      open_job_count_.store(static_cast<int>(open_jobs_.size()), std::memory_order_release);
     }
     work_.notify_all();
     return true;
@@ -91,7 +112,11 @@ class Pool {
   void close_and_wait(Job& job) {
     std::unique_lock lock(mutex_);
     remove_open_job(job);
-    done_.wait(lock, [&] { return job.threads_inside == 0; });
+    if (job.threads_inside.load(std::memory_order_relaxed) == 0) return;
+    lock.unlock();
+    spin_until([&] { return job.threads_inside.load(std::memory_order_acquire) == 0; });
+    lock.lock();
+    done_.wait(lock, [&] { return job.threads_inside.load(std::memory_order_relaxed) == 0; });
   }
 
   void record_error(Job& job, std::exception_ptr error) {
@@ -122,6 +147,19 @@ class Pool {
   void remove_open_job(Job& job) {
     auto it = std::find(open_jobs_.begin(), open_jobs_.end(), &job);
     if (it != open_jobs_.end()) open_jobs_.erase(it);
+    open_job_count_.store(static_cast<int>(open_jobs_.size()), std::memory_order_release);
+  }
+
+  // Waking a thread that sleeps takes long in a virtual machine (an idle
+  // virtual CPU is halted: 256^2 matmuls in four blocks ran no faster on
+  // two threads than on one), so a pool thread between jobs and a caller
+  // waiting for the last block spin a little before they sleep.
+  template <typename Done>
+  static void spin_until(const Done& done) {
+    const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    for (int polls = 1; !done(); ++polls) {
+      if (polls % 64 == 0 && std::chrono::steady_clock::now() >= until) return;
+    }
   }
 
   // Thread `index` takes part only while the free cores cover it.
@@ -135,16 +173,25 @@ class Pool {
 
   void thread_main(int index) {
     int pinned_generation = -1;
+    int pinned_home = -2;
+    int pinned_caller = -2;
     std::unique_lock lock(mutex_);
     for (;;) {
-      Job* job = nullptr;
-      work_.wait(lock, [&] { return stopped_ || (job = take_job(index)) != nullptr; });
+      Job* job = take_job(index);
+      if (job == nullptr && !stopped_) {
+        lock.unlock();
+        spin_until([&] { return open_job_count_.load(std::memory_order_acquire) > 0; });
+        lock.lock();
+      }
+      work_.wait(lock, [&] { return stopped_ || job != nullptr || (job = take_job(index)) != nullptr; });
       if (job == nullptr) return;
       lock.unlock();
       const int generation = placement_generation_.load(std::memory_order_relaxed);
-      if (generation != pinned_generation) {
-        pin_current_thread(host_devices_.load(std::memory_order_relaxed) + index);
+      if (generation != pinned_generation || job->home_cpu != pinned_home || job->caller_cpu != pinned_caller) {
+        pin_current_thread(cpus_for(job->home_cpu, job->caller_cpu));
         pinned_generation = generation;
+        pinned_home = job->home_cpu;
+        pinned_caller = job->caller_cpu;
       }
       work_on(*job);
       lock.lock();
@@ -173,6 +220,7 @@ class Pool {
   std::condition_variable done_;
   std::vector<std::thread> threads_;
   std::vector<Job*> open_jobs_;
+  std::atomic<int> open_job_count_{0};  // open_jobs_.size(), for spinning threads
   bool stopped_ = false;
 };
 
@@ -217,6 +265,9 @@ Pool& pool() {
 }
 
 }  // namespace
+
+KernelHome::KernelHome(int cpu) : previous_(home_cpu) { home_cpu = cpu; }
+KernelHome::~KernelHome() { home_cpu = previous_; }
 
 int parse_kernel_threads(const char* text) {
   if (text == nullptr || *text == '\0') return 0;

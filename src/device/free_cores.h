@@ -34,6 +34,23 @@ void set_host_devices(int host_devices);
 // InvalidArgument for anything but a whole number >= 1.
 int parse_kernel_threads(const char* text);
 
+// Marks the calling thread, while it lives, as running a task of the
+// device whose worker is pinned to cpu (-1: none). That worker idles
+// meanwhile (its task runs here: the worker thread itself, or a thread
+// that waits for the device and helps, maybe from a free core), so the
+// blocks of that task may run on its CPU as well as on the free cores,
+// never on another device's.
+class KernelHome {
+ public:
+  explicit KernelHome(int cpu);
+  ~KernelHome();
+  KernelHome(const KernelHome&) = delete;
+  KernelHome& operator=(const KernelHome&) = delete;
+
+ private:
+  const int previous_;
+};
+
 // Runs body(context, block) for every block in [0, num_blocks), on the
 // calling thread and on free-core threads, in any order and possibly
 // concurrently; returns when every block has run. If a block throws, the

@@ -4,10 +4,11 @@
 
 #include "core/interrupt.h"
 #include "device/cpu_placement.h"
+#include "device/free_cores.h"
 
 namespace ordo::device {
 
-Worker::Worker(int cpu) : thread_([this, cpu] { loop(cpu); }) {}
+Worker::Worker(int cpu) : cpu_(cpu), thread_([this, cpu] { loop(cpu); }) {}
 
 Worker::~Worker() {
   {
@@ -81,7 +82,8 @@ void Worker::run_front(std::unique_lock<std::mutex>& lock) {
   // it runs: a waiting thread must not leave the worker marked busy.
   int cancel_state = PTHREAD_CANCEL_ENABLE;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-  [&task]() noexcept {
+  [&task, this]() noexcept {
+    const KernelHome home(cpu_);
     task();
     task = nullptr;  // release what the task held before reporting idle
   }();

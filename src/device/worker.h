@@ -49,6 +49,7 @@ class Worker {
   // Runs the front task with mu_ released; lock holds mu_ before and after.
   void run_front(std::unique_lock<std::mutex>& lock);
 
+  const int cpu_;  // the worker thread's CPU, or -1
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable idle_cv_;
