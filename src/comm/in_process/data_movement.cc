@@ -241,6 +241,9 @@ void all_gather(Calls calls, size_t rank) {
   const int64_t outer = extent(in_shape, 0, dim);
   const size_t block = static_cast<size_t>(extent(in_shape, dim, in_shape.size())) * dtype_size(out->dtype);
   const size_t n = calls.size();
+  // An empty input may have no storage at all (a stand-in for another
+  // process's member): memcpy must not see its null pointer.
+  if (block == 0) return;
   for (int64_t o = 0; o < outer; ++o) {
     for (size_t q = 0; q < n; ++q) {
       std::memcpy(bytes_of(out) + (o * n + q) * block, bytes_of(calls[q]->inputs[0]) + o * block, block);
@@ -324,6 +327,7 @@ void all_to_all(Calls calls, size_t rank) {
 }
 
 void copy_or_zero(const device::Buffer* source, const device::Buffer* out) {
+  if (out->nbytes() == 0) return;  // its storage may be null
   if (source != nullptr) {
     std::memcpy(bytes_of(out), bytes_of(source), out->nbytes());
   } else {
