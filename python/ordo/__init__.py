@@ -25,6 +25,8 @@ from ._devices import (Device, bind_thread_to_device, device, devices, get_local
                        is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
 from ._devices import _ordinal
 from ._exchange import mesh_reduce, rendezvous
+from ._metrics import (clear_all, clear_counters, clear_metrics, counter_names, counter_value, metric_data,
+                       metric_names, metrics_report)
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 
 float32 = _np.float32

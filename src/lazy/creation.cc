@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "device/buffer.h"
+#include "core/metrics.h"
 #include "lazy/trace.h"
 #include "runtime/runtime.h"
 
@@ -115,6 +116,7 @@ void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype)
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
   checked_shape_size("from_host", shape, dtype);
   const int ordinal = runtime::resolve_device(device);
+  metrics::ScopedTimer timer(metrics::Metric::kTransferToDeviceTime, ordinal);
   auto buffer = allocate_on("from_host", ordinal, dtype, shape);
   if (buffer->nbytes() != 0) std::memcpy(buffer->storage.get(), data, buffer->nbytes());
   if (dtype == DType::kBool) {

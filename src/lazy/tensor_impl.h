@@ -12,6 +12,7 @@
 #include <atomic>
 #include <memory>
 
+#include "core/metrics.h"
 #include "device/device_data.h"
 #include "ir/node.h"
 
@@ -22,7 +23,9 @@ class PendingList;
 class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
  public:
   TensorImpl(DType dtype, Shape shape, int device, uint64_t generation)
-      : dtype(dtype), shape(std::move(shape)), device(device), generation(generation) {}
+      : dtype(dtype), shape(std::move(shape)), device(device), generation(generation) {
+    metrics::add(metrics::Counter::kCreateTensor, device);
+  }
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;

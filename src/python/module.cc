@@ -7,4 +7,5 @@ PYBIND11_MODULE(_C, m) {
   ordo::python::bind_ops(m);
   ordo::python::bind_runtime(m);
   ordo::python::bind_spawn(m);
+  ordo::python::bind_metrics(m);
 }
