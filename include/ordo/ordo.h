@@ -15,5 +15,6 @@
 #include "ordo/collectives.h"
 #include "ordo/dtype.h"
 #include "ordo/error.h"
+#include "ordo/nn_ops.h"
 #include "ordo/runtime.h"
 #include "ordo/tensor.h"
