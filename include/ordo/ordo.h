@@ -16,5 +16,6 @@
 #include "ordo/dtype.h"
 #include "ordo/error.h"
 #include "ordo/metrics.h"
+#include "ordo/nn_ops.h"
 #include "ordo/runtime.h"
 #include "ordo/tensor.h"

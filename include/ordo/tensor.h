@@ -118,6 +118,7 @@ Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor erf(const Tensor& x);  // the Gauss error function; integers compute in float32
 Tensor relu(const Tensor& x);
 Tensor logical_not(const Tensor& x);
 

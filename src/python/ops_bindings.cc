@@ -32,7 +32,7 @@ void bind_ops(py::module_& m) {
   const std::pair<const char*, Unary> unary[] = {
       {"neg", &neg},   {"abs", &abs},         {"exp", &exp},   {"log", &log},
       {"sqrt", &sqrt}, {"rsqrt", &rsqrt},     {"tanh", &tanh}, {"sigmoid", &sigmoid},
-      {"relu", &relu}, {"logical_not", &logical_not}};
+      {"erf", &ordo::erf}, {"relu", &relu}, {"logical_not", &logical_not}};
   for (const auto& [name, fn] : unary) m.def(name, fn);
   // Their operands are tensors, numpy arrays or numbers, as an operator's.
   static constexpr const char* kOperandsDoc =
