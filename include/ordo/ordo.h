@@ -12,6 +12,7 @@
 //   }
 #pragma once
 
+#include "ordo/autograd.h"
 #include "ordo/collectives.h"
 #include "ordo/dtype.h"
 #include "ordo/error.h"

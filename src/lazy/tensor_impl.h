@@ -15,6 +15,7 @@
 #include "core/metrics.h"
 #include "device/device_data.h"
 #include "ir/node.h"
+#include "lazy/autograd_state.h"
 
 namespace ordo::lazy {
 
@@ -37,6 +38,13 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
 
   ir::Value value;
   std::shared_ptr<device::DeviceData> data;
+  // How often assign() rebound this tensor: a gradient rule that would read
+  // an input rebound since its op was recorded refuses to.
+  uint64_t version = 0;
+  // Null unless the tensor requires a gradient (lazy/autograd_state.h).
+  std::unique_ptr<AutogradState> autograd;
+
+  bool requires_grad() const { return autograd && autograd->requires_grad; }
 
   bool is_pending() const { return value.node && value.node->op() != ir::OpKind::kDeviceData; }
 

@@ -8,5 +8,6 @@ PYBIND11_MODULE(_C, m) {
   ordo::python::bind_nn_ops(m);
   ordo::python::bind_runtime(m);
   ordo::python::bind_spawn(m);
+  ordo::python::bind_autograd(m);
   ordo::python::bind_metrics(m);
 }

@@ -22,6 +22,7 @@ void bind_ops(py::module_& m);
 void bind_nn_ops(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_spawn(py::module_& m);
+void bind_autograd(py::module_& m);
 void bind_metrics(py::module_& m);
 
 // numpy dtype <-> ordo dtype (for dtype arguments: no conversions).

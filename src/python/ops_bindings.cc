@@ -89,6 +89,12 @@ void bind_ops(py::module_& m) {
   m.def("index_select", [](const Tensor& x, int64_t axis, py::handle index) {
     return index_select(x, axis, index_tensor("index_select", index, x.device()));
   });
+  m.def("scatter_add", [](const Tensor& self, int64_t axis, py::handle index, const Tensor& src) {
+    return scatter_add(self, axis, index_tensor("scatter_add", index, self.device()), src);
+  });
+  m.def("index_add", [](const Tensor& self, int64_t axis, py::handle index, const Tensor& src) {
+    return index_add(self, axis, index_tensor("index_add", index, self.device()), src);
+  });
   m.def("gather", [](const Tensor& x, int64_t axis, py::handle index) {
     return gather(x, axis, index_tensor("gather", index, x.device()));
   });
