@@ -25,6 +25,9 @@ from ._devices import (Device, bind_thread_to_device, device, devices, get_local
                        is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
 from ._devices import _ordinal
 from ._exchange import mesh_reduce, rendezvous
+from ._nn_ops import (clamp, clip, dropout, erf, gelu, log_softmax, logsumexp, rand_like, softmax, std,
+                      var)
+from ._random import manual_seed, manual_seed_all
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 
 float32 = _np.float32
