@@ -91,7 +91,7 @@ def dropout(input, p=0.5, training=True):
     generator (ordo.manual_seed); the input itself when not training."""
     if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training:
+    if not training or p == 0:
         return input
     return _C.dropout(input, float(p), next_seed(input._device))
 
