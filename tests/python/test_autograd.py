@@ -67,6 +67,17 @@ CASES = {
     "concat": (lambda m, a, b: m.cat([a, b, a], 1), [normal((2, 3)), normal((2, 1))]),
     "broadcast_to": (lambda m, a: a.broadcast_to((4, 2, 3)) if m is ordo else a.expand(4, 2, 3), [normal((2, 1))]),
     "cast float32": (lambda m, a: (a.astype(np.float32) if m is ordo else a.float()) * 2.0, [normal((3,))]),
+    "erf": (lambda m, a: m.erf(a) if m is ordo else torch.special.erf(a), [normal((3, 2))]),
+    "softmax": (lambda m, a: m.softmax(a, 1), [normal((3, 4))]),
+    "log_softmax": (lambda m, a: m.log_softmax(a, -1), [normal((2, 5))]),
+    "logsumexp": (lambda m, a: m.logsumexp(a, 0, keepdim=True), [normal((3, 4))]),
+    "var": (lambda m, a: m.var(a, 1), [normal((3, 4))]),
+    "std unbiased=False": (lambda m, a: m.std(a, 0, unbiased=False), [normal((5, 2))]),
+    "clamp at the bounds": (lambda m, a: m.clamp(a, -0.5, 0.5), [np.array([-1.0, -0.5, 0.0, 0.5, 2.0])]),
+    "clamp tensor bound": (lambda m, a, b: m.clamp(a, min=b), [normal((2, 3)), normal((3,))]),
+    "gelu": (lambda m, a: m.nn.functional.gelu(a) if m is torch else m.gelu(a), [normal((4,))]),
+    "gelu tanh": (lambda m, a: m.nn.functional.gelu(a, approximate="tanh") if m is torch else
+                  m.gelu(a, approximate="tanh"), [normal((4,))]),
 }
 
 
@@ -240,3 +251,13 @@ def test_comparisons_and_argmax_stop_the_gradient():
     assert not w.astype(np.int64).requires_grad
     (w * (w > 1.5).astype(np.float32)).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [0, 1, 1])
+
+
+def test_dropout_passes_the_gradient_through_the_kept_elements_scaled():
+    ordo.manual_seed(3)
+    x = ordo.tensor(np.ones(1000), requires_grad=True)
+    y = ordo.dropout(x, 0.25)
+    y.sum().backward()
+    kept = y.numpy() != 0
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 1 / 0.75, 0.0), rtol=1e-12)
+    assert 0.6 < kept.mean() < 0.9
