@@ -10,6 +10,8 @@ import ordo
 
 @pytest.fixture(autouse=True)
 def cleared():
+    # Counts start from nothing: no graph compiled, no counter counted.
+    ordo._C.reset_compile_cache()
     ordo.clear_all()
 
 
