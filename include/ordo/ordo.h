@@ -12,8 +12,11 @@
 //   }
 #pragma once
 
+#include "ordo/autograd.h"
 #include "ordo/collectives.h"
 #include "ordo/dtype.h"
 #include "ordo/error.h"
+#include "ordo/metrics.h"
+#include "ordo/nn_ops.h"
 #include "ordo/runtime.h"
 #include "ordo/tensor.h"

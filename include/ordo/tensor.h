@@ -20,6 +20,7 @@ namespace ordo {
 
 namespace lazy {
 class TensorImpl;
+class DeviceGraph;
 }
 
 class Tensor {
@@ -63,12 +64,34 @@ class Tensor {
   }
 
   // Rebinds this handle to the value of other (same device, dtype and shape):
-  // the in-place update that optimizers and in-place collectives use.
+  // the in-place update that optimizers and in-place collectives use. The
+  // handle takes other's gradient history while gradients are recorded;
+  // under a NoGradGuard a leaf stays a leaf (a parameter keeps its
+  // requires_grad and grad).
   void assign(const Tensor& other);
+
+  // ---- Autograd (ordo/autograd.h). ----
+  // Only floating tensors can require a gradient; a tensor made by ops from
+  // one that requires it requires it too, and only a leaf's flag changes.
+  Tensor& set_requires_grad(bool requires_grad = true);
+  bool requires_grad() const;
+  bool is_leaf() const;  // not made by an op that recorded a gradient
+  // What backward() accumulated into this leaf; undefined before.
+  Tensor grad() const;
+  // Replaces it (same dtype, shape and device); undefined clears it.
+  void set_grad(const Tensor& grad);
+  // Accumulates d(this)/d(leaf) into the grad() of every leaf this depends
+  // on that requires a gradient. Without gradient, this must have one
+  // element; else gradient has this tensor's shape and dtype.
+  void backward(const Tensor& gradient = {}) const;
+  // The same value, without gradient history.
+  Tensor detach() const;
 
   const std::shared_ptr<lazy::TensorImpl>& impl() const { return impl_; }
 
  private:
+  void rebind_history(lazy::DeviceGraph& graph, const Tensor& other);
+
   std::shared_ptr<lazy::TensorImpl> impl_;
 };
 
@@ -118,6 +141,7 @@ Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor erf(const Tensor& x);  // the Gauss error function; integers compute in float32
 Tensor relu(const Tensor& x);
 Tensor logical_not(const Tensor& x);
 
@@ -178,6 +202,13 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
 // torch.gather: out[i][j] = x[index[i][j]][j] for axis 0; index has x's rank.
 // Negative indices count from the end, as in index_select.
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+// torch.scatter_add: out = self, then out[index[i][j]][j] += src[i][j] for
+// axis 0 (index and src of one shape, no larger than self off the axis),
+// added in the index's row-major order; negative indices as in gather.
+Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src);
+// torch.index_add: out = self, then the slices of src along axis are added
+// at the slices index (1-D) names.
+Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src);
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::kInt64);
 
 // ---- Operators. ----

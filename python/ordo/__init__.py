@@ -24,7 +24,10 @@ from ._data_parallel import broadcast_master_param, optimizer_step, reduce_gradi
 from ._devices import (Device, bind_thread_to_device, device, devices, get_local_ordinal, get_ordinal, init,
                        is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
 from ._devices import _ordinal
+from ._autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._exchange import mesh_reduce, rendezvous
+from ._metrics import (clear_all, clear_counters, clear_metrics, counter_names, counter_value, metric_data,
+                       metric_names, metrics_report)
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from . import optim
 from .optim import ZeroRedundancyOptimizer
@@ -48,6 +51,16 @@ where = _C.where
 maximum = _C.maximum
 minimum = _C.minimum
 one_hot = lambda indices, depth, dtype=_np.int64: _C.one_hot(indices, depth, _np.dtype(dtype))  # noqa: E731
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002 - torch's names
+    """torch.scatter_add: input, then src's elements added where index (src's shape) points along dim."""
+    return _C.scatter_add(input, dim, index, src)
+
+
+def index_add(input, dim, index, source):  # noqa: A002 - torch's names
+    """torch.index_add: input, then source's slices along dim added at the slices index (1-D) names."""
+    return _C.index_add(input, dim, index, source)
 
 
 def cat(tensors, dim=0):

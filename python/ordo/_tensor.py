@@ -73,7 +73,7 @@ def _python_data(data, dtype):
     return _checked_cast(array, dtype)
 
 
-def tensor(data, dtype=None, device=None):
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor on `device` (default: the calling thread's) holding a copy of
     `data`: nested lists, a scalar, a numpy array or another tensor.
 
@@ -93,7 +93,10 @@ def tensor(data, dtype=None, device=None):
         array = data if dtype is None else data.astype(dtype, copy=False)
     else:
         array = _python_data(data, dtype)
-    return _C.from_numpy(array, _ordinal(device))
+    result = _C.from_numpy(array, _ordinal(device))
+    if requires_grad:
+        result.requires_grad_()
+    return result
 
 
 def _shape(shape):
@@ -226,6 +229,8 @@ def _install_methods():
         "astype": lambda self, dtype: _C.cast(self, np.dtype(dtype)),
         "index_select": _index_select,
         "gather": _gather,
+        "scatter_add": lambda self, dim, index, src: _C.scatter_add(self, dim, index, src),
+        "index_add": lambda self, dim, index, source: _C.index_add(self, dim, index, source),
         "matmul": lambda self, other: _C.matmul(self, other),
         "maximum": lambda self, other: _C.maximum(self, other),
         "minimum": lambda self, other: _C.minimum(self, other),

@@ -1,6 +1,7 @@
 // ordo/runtime.h, the steps of a device: cutting its graph (mark_step,
 // drop_pending_graph), waiting for its queue, showing its graph, and the
 // compile cache and schedule that cuts use.
+#include "core/metrics.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
 #include "ir/collective_attrs.h"
@@ -11,7 +12,11 @@
 
 namespace ordo {
 
-void mark_step(int device) { executor::sync_device(runtime::resolve_device(device), true); }
+void mark_step(int device) {
+  const int index = runtime::resolve_device(device);
+  metrics::add(metrics::Counter::kMarkStep, index);
+  executor::sync_device(index, true);
+}
 
 void wait_device_ops(int device) {
   runtime::Runtime& rt = runtime::get();

@@ -5,6 +5,7 @@
 #include "core/interrupt.h"
 #include "executor/graph_executor.h"
 #include "lazy/graph_table.h"
+#include "core/metrics.h"
 #include "lazy/trace.h"
 
 namespace ordo {
@@ -49,6 +50,8 @@ void Tensor::copy_to_host(void* dst, size_t nbytes) const {
   ORDO_ARG_CHECK(nbytes == expected, "copy_to_host: the tensor has ", expected, " bytes, the destination ",
                  nbytes);
   const std::shared_ptr<const device::Buffer> buffer = wait_for_value(*impl_);
+  // Once the value is there: the wait for the graph is ExecuteTime's.
+  metrics::ScopedTimer timer(metrics::Metric::kTransferFromDeviceTime, device());
   if (nbytes != 0) std::memcpy(dst, buffer->storage.get(), nbytes);
 }
 

@@ -24,9 +24,10 @@ namespace ordo::device {
 class alignas(64) Device {
  public:
   // communicator outlives the device.
-  Device(int ordinal, int host_ordinal, comm::Communicator& communicator)
-      : ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(host_ordinal)) {}
+  Device(int index, int ordinal, int host_ordinal, comm::Communicator& communicator)
+      : index_(index), ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(host_ordinal)) {}
 
+  int index() const { return index_; }      // in this process
   int ordinal() const { return ordinal_; }  // global
   Worker& worker() { return worker_; }
   comm::Communicator& communicator() { return communicator_; }
@@ -37,6 +38,7 @@ class alignas(64) Device {
   std::optional<Failure> take_failure();
 
  private:
+  const int index_;
   const int ordinal_;
   comm::Communicator& communicator_;
   std::mutex error_mu_;

@@ -1,5 +1,6 @@
 #include "executor/graph_executor.h"
 
+#include "core/metrics.h"
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
 #include "executor/run.h"
@@ -11,14 +12,18 @@ namespace ordo::executor {
 namespace {
 
 std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
-                                                     const ScheduleOptions& options) {
+                                                     const ScheduleOptions& options, int device) {
   CompileCache& cache = compile_cache();
   const uint64_t key = cache_key(graph.hash, options);
   std::shared_ptr<const ExecutionPlan> plan = cache.find(key);
-  if (!plan) {
-    plan = compile(graph, options);
-    cache.insert(key, plan);
+  if (plan) {
+    metrics::add(metrics::Counter::kCachedCompile, device);
+    return plan;
   }
+  metrics::add(metrics::Counter::kUncachedCompile, device);
+  metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device);
+  plan = compile(graph, options);
+  cache.insert(key, plan);
   return plan;
 }
 
@@ -41,7 +46,7 @@ void sync_device(int ordinal, bool raise_failure) {
   // it is cleared before the nodes die below.
   thread_local ir::PostOrder walk;
   ir::post_order(roots, walk);
-  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule);
+  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule, ordinal);
 
   std::vector<std::shared_ptr<device::DeviceData>> parameters;
   parameters.reserve(walk.parameters.size());

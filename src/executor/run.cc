@@ -3,6 +3,7 @@
 #include <new>
 
 #include "comm/communicator.h"
+#include "core/metrics.h"
 #include "ordo/error.h"
 
 namespace ordo::executor {
@@ -21,6 +22,34 @@ device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, in
                         ") failed on device ", ordinal, ": ", what)};
 }
 
+metrics::Counter collective_counter(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kAllReduce: return metrics::Counter::kAllReduce;
+    case ir::OpKind::kAllGather: return metrics::Counter::kAllGather;
+    case ir::OpKind::kReduceScatter: return metrics::Counter::kReduceScatter;
+    case ir::OpKind::kAllToAll: return metrics::Counter::kAllToAll;
+    case ir::OpKind::kCollectivePermute: return metrics::Counter::kCollectivePermute;
+    default: return metrics::Counter::kCollectiveBroadcast;
+  }
+}
+
+// A collective step, counted and timed (its wait for the peers included).
+void run_collective_step(const PlanStep& step, std::span<const device::Buffer* const> inputs,
+                         std::span<std::shared_ptr<const device::Buffer>> outputs, device::Device& device) {
+  const int index = device.index();
+  {
+    metrics::ScopedTimer timer(metrics::Metric::kCollectiveTime, index);
+    step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
+                 &*step.collective});
+  }
+  metrics::add(collective_counter(step.op), index);
+  double bytes = 0;
+  for (const ir::ValueType& type : step.output_types) {
+    if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));
+  }
+  metrics::record(metrics::Metric::kCollectiveBytes, index, bytes);
+}
+
 // Runs the steps; returns the index of the step that failed (setting
 // failure), or the number of steps.
 size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device,
@@ -36,9 +65,10 @@ size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device
     try {
       if (step.fused) {
         kernels::run_fused(*step.fused, inputs, step.output_types, outputs);
+      } else if (step.collective) {
+        run_collective_step(step, inputs, outputs, device);
       } else {
-        step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator(),
-                     step.collective ? &*step.collective : nullptr});
+        step.kernel({step.attrs, step.output_types, inputs, outputs, ordinal, device.communicator(), nullptr});
       }
     } catch (const Error& e) {
       failure = step_failure(plan, step, ordinal, e.code(), e.what());
@@ -76,6 +106,7 @@ void run_plan(const ExecutionPlan& plan,
               const std::vector<std::shared_ptr<device::DeviceData>>& parameters,
               const std::vector<std::shared_ptr<device::DeviceData>>& results,
               device::Device& device) {
+  metrics::ScopedTimer timer(metrics::Metric::kExecuteTime, device.index());
   Slots slots(plan.num_slots);
   std::optional<device::Failure> failure;
   // Parameters come from host data or from earlier graphs of this worker, so

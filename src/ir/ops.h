@@ -22,6 +22,7 @@ enum class OpGroup : uint8_t {
   kReduce,
   kLinalg,
   kMovement,
+  kRandom,
   kCollective,
 };
 

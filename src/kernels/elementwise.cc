@@ -317,6 +317,7 @@ RowFn row_fn(OpKind op, DType operand, DType result) {
     case OpKind::kRsqrt:
     case OpKind::kTanh:
     case OpKind::kSigmoid:
+    case OpKind::kErf:
       return float_math_row(op, result);
     case OpKind::kLogicalNot:
       return &row<std::logical_not<>, bool, bool>;
@@ -384,6 +385,7 @@ ORDO_ELEMENTWISE_KERNEL(Sqrt)
 ORDO_ELEMENTWISE_KERNEL(Rsqrt)
 ORDO_ELEMENTWISE_KERNEL(Tanh)
 ORDO_ELEMENTWISE_KERNEL(Sigmoid)
+ORDO_ELEMENTWISE_KERNEL(Erf)
 ORDO_ELEMENTWISE_KERNEL(LogicalNot)
 ORDO_ELEMENTWISE_KERNEL(Add)
 ORDO_ELEMENTWISE_KERNEL(Sub)

@@ -180,6 +180,41 @@ void run<OpKind::kGather>(const KernelArgs& args) {
   });
 }
 
+// In the index's row-major order, one element at a time: the sums of
+// repeated indices are added in one fixed order on every run.
+template <>
+void run<OpKind::kScatterAdd>(const KernelArgs& args) {
+  const device::Buffer& self = *args.inputs[0];
+  const device::Buffer& index = *args.inputs[1];
+  const device::Buffer& src = *args.inputs[2];
+  const device::Buffer& out = make_output(args);
+  if (out.nbytes() != 0) std::memcpy(out.storage.get(), self.storage.get(), out.nbytes());
+  const int64_t axis = args.attrs.ints[0];
+  const int64_t size = self.shape[static_cast<size_t>(axis)];
+  Strides out_strides = contiguous_strides(out.shape);
+  const int64_t axis_stride = out_strides[static_cast<size_t>(axis)];
+  out_strides[static_cast<size_t>(axis)] = 0;
+  const StridedWalk<2> walk{index.shape, {contiguous_strides(index.shape), std::move(out_strides)}};
+  visit_dtype(AllTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
+    visit_dtype(IntegerTypes{}, index.dtype, [&]<typename I>(TypeTag<I>) {
+      for_each_row(walk, [&](const auto& at, int64_t n, const auto& stride) {
+        const I* idx = index.data<I>() + at[0];
+        const T* from = src.data<T>() + at[0];
+        T* dst = out.mutable_data<T>() + at[1];
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t position = normalize_index(idx[i * stride[0]], size, axis);
+          T& target = dst[i * stride[1] + position * axis_stride];
+          if constexpr (std::is_same_v<T, bool>) {
+            target = target || from[i * stride[0]];
+          } else {
+            target = static_cast<T>(target + from[i * stride[0]]);
+          }
+        }
+      });
+    });
+  });
+}
+
 template <>
 void run<OpKind::kOneHot>(const KernelArgs& args) {
   const device::Buffer& indices = *args.inputs[0];

@@ -17,6 +17,7 @@
   VecType Sleef_exp##shape##_u10##isa(VecType);                 \
   VecType Sleef_log##shape##_u10##isa(VecType);                 \
   VecType Sleef_tanh##shape##_u10##isa(VecType);                \
+  VecType Sleef_erf##shape##_u10##isa(VecType);                 \
   VecType Sleef_pow##shape##_u10##isa(VecType, VecType);        \
   }
 #pragma GCC push_options
@@ -49,6 +50,7 @@ namespace {
     static Vec exp(Vec x) { return exp_of_x; }                                                  \
     static Vec log(Vec x) { return Sleef_log##shape##_u10##isa(x); }                            \
     static Vec tanh(Vec x) { return tanh_of_x; }                                                \
+    static Vec erf(Vec x) { return Sleef_erf##shape##_u10##isa(x); }                            \
     static Vec sqrt(Vec x) { return sqrt_of_x; }                                                \
     static Vec pow(Vec x, Vec y) { return pow_of_xy; }                                          \
   };

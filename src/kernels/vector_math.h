@@ -1,6 +1,6 @@
 // Row functions (elementwise_rows.h) of the transcendental float ops (exp,
-// log, tanh, sigmoid, sqrt, rsqrt, pow) on vectors, within 2 ulp of the C
-// library (tests/vector_math_test.cc): SLEEF's 1-ulp functions, sqrt by
+// log, tanh, sigmoid, erf, sqrt, rsqrt, pow) on vectors, within 2 ulp of the
+// C library (tests/vector_math_test.cc): SLEEF's 1-ulp functions, sqrt by
 // the (correctly rounded) instruction, float32 tanh from exp and a
 // polynomial, sigmoid from exp(-|x|), rsqrt as 1 / sqrt. The instruction
 // set is the best the CPU has, chosen once: SSE2 (SLEEF's 128-bit entry

@@ -4,9 +4,12 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <type_traits>
 #include <utility>
 
+#include "core/counter_random.h"
 #include "device/buffer.h"
+#include "core/metrics.h"
 #include "lazy/trace.h"
 #include "runtime/runtime.h"
 
@@ -64,34 +67,20 @@ int64_t range_length(Scalar start, Scalar stop, Scalar step) {
   return span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
 }
 
-// splitmix64 of (seed, counter): element i's random bits depend only on the
-// seed and i, so results do not depend on threads or on how they are split.
-uint64_t random_bits(uint64_t seed, uint64_t counter) {
-  uint64_t z = seed * 0x9E3779B97F4A7C15ull + counter * 0xD1B54A32D192ED03ull + 0x632BE59BD9B4E019ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [0, 1) with 53 random bits.
-double unit_uniform(uint64_t seed, uint64_t counter) {
-  return static_cast<double>(random_bits(seed, counter) >> 11) * 0x1.0p-53;
-}
-
-template <typename Sample, typename Clamp>
-Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device,
-                     Sample sample, Clamp clamp_below) {
+// sample(i, TypeTag<T>) is element i as T.
+template <typename Sample>
+Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device, Sample sample) {
   checked_shape_size(what, shape, dtype);
   ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be float32 or float64, got ",
                    dtype_name(dtype));
   const int ordinal = runtime::resolve_device(device);
   auto buffer = allocate_on(what, ordinal, dtype, shape);
   for (int64_t i = 0; i < buffer->numel; ++i) {
-    const double value = sample(static_cast<uint64_t>(i));
+    const auto counter = static_cast<uint64_t>(i);
     if (dtype == DType::kFloat32) {
-      buffer->mutable_data<float>()[i] = clamp_below(static_cast<float>(value));
+      buffer->mutable_data<float>()[i] = sample(counter, std::type_identity<float>{});
     } else {
-      buffer->mutable_data<double>()[i] = value;
+      buffer->mutable_data<double>()[i] = sample(counter, std::type_identity<double>{});
     }
   }
   return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
@@ -115,6 +104,7 @@ void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype)
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
   checked_shape_size("from_host", shape, dtype);
   const int ordinal = runtime::resolve_device(device);
+  metrics::ScopedTimer timer(metrics::Metric::kTransferToDeviceTime, ordinal);
   auto buffer = allocate_on("from_host", ordinal, dtype, shape);
   if (buffer->nbytes() != 0) std::memcpy(buffer->storage.get(), data, buffer->nbytes());
   if (dtype == DType::kBool) {
@@ -153,24 +143,20 @@ Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
 Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,
                     int device) {
   ORDO_ARG_CHECK(low <= high, "rand_uniform: low ", low, " is above high ", high);
-  // A double just below high can round to high in float32: [low, high) holds.
-  const float below_high = low < high ? std::nextafter(static_cast<float>(high), static_cast<float>(low))
-                                      : static_cast<float>(high);
-  return random_tensor(
-      "rand_uniform", shape, dtype, device,
-      [&](uint64_t i) { return low + (high - low) * unit_uniform(seed, i); },
-      [&](float v) { return low < high && v >= static_cast<float>(high) ? below_high : v; });
+  return random_tensor("rand_uniform", shape, dtype, device, [&]<typename T>(uint64_t i, std::type_identity<T>) {
+    return uniform_sample<T>(seed, i, low, high);
+  });
 }
 
 Tensor rand_normal(const Shape& shape, uint64_t seed, double mean, double stddev, DType dtype,
                    int device) {
   ORDO_ARG_CHECK(stddev >= 0, "rand_normal: stddev must not be negative, got ", stddev);
   // Box-Muller over two independent uniforms per element.
-  return random_tensor("rand_normal", shape, dtype, device, [&](uint64_t i) {
+  return random_tensor("rand_normal", shape, dtype, device, [&]<typename T>(uint64_t i, std::type_identity<T>) {
     const double u1 = 1.0 - unit_uniform(seed, 2 * i);  // (0, 1]: log is finite
     const double u2 = unit_uniform(seed, 2 * i + 1);
-    return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-  }, [](float v) { return v; });
+    return static_cast<T>(mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
+  });
 }
 
 }  // namespace ordo

@@ -72,6 +72,7 @@ Tensor sqrt(const Tensor& x) { return unary_float(OpKind::kSqrt, x); }
 Tensor rsqrt(const Tensor& x) { return unary_float(OpKind::kRsqrt, x); }
 Tensor tanh(const Tensor& x) { return unary_float(OpKind::kTanh, x); }
 Tensor sigmoid(const Tensor& x) { return unary_float(OpKind::kSigmoid, x); }
+Tensor erf(const Tensor& x) { return unary_float(OpKind::kErf, x); }
 Tensor logical_not(const Tensor& x) {
   return unary(OpKind::kLogicalNot, cast(defined("logical_not", x), DType::kBool), DType::kBool);
 }

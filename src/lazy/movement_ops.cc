@@ -155,6 +155,39 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   return lazy::trace1(OpKind::kGather, {&x, &index}, {x.dtype(), index.shape()}, {{a}, {}, false});
 }
 
+Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src) {
+  common_device("scatter_add", {&self, &index, &src});
+  check_index_dtype("scatter_add", index);
+  ORDO_DTYPE_CHECK(src.dtype() == self.dtype(), "scatter_add: src is ", dtype_name(src.dtype()), ", self ",
+                   dtype_name(self.dtype()), "; they must be of one dtype");
+  ORDO_ARG_CHECK(index.shape() == src.shape(), "scatter_add: the index has shape ", shape_to_string(index.shape()),
+                 " and src ", shape_to_string(src.shape()), "; they must be equal");
+  ORDO_ARG_CHECK(index.dim() == self.dim(), "scatter_add: the index has rank ", index.dim(), ", self ",
+                 self.dim());
+  const int64_t a = lazy::normalize_axis("scatter_add", axis, self.dim());
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    ORDO_ARG_CHECK(d == a || index.shape()[d] <= self.shape()[d], "scatter_add: index shape ",
+                   shape_to_string(index.shape()), " exceeds self's shape ", shape_to_string(self.shape()),
+                   " in dimension ", d);
+  }
+  return lazy::trace1(OpKind::kScatterAdd, {&self, &index, &src}, {self.dtype(), self.shape()}, {{a}, {}, false});
+}
+
+Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src) {
+  common_device("index_add", {&self, &index, &src});
+  check_index_dtype("index_add", index);
+  ORDO_ARG_CHECK(index.dim() == 1, "index_add: the index must be 1-D, got shape ", shape_to_string(index.shape()));
+  const int64_t a = lazy::normalize_axis("index_add", axis, self.dim());
+  Shape expected = self.shape();
+  expected[a] = index.shape()[0];
+  ORDO_ARG_CHECK(src.shape() == expected, "index_add: src has shape ", shape_to_string(src.shape()),
+                 ", expected ", shape_to_string(expected));
+  // index_add is scatter_add with the index repeated across the other dims.
+  Shape along(static_cast<size_t>(self.dim()), 1);
+  along[a] = index.shape()[0];
+  return scatter_add(self, a, broadcast_to(reshape(index, along), expected), src);
+}
+
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
   common_device("one_hot", {&indices});
   check_index_dtype("one_hot", indices);

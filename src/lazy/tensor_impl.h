@@ -12,8 +12,10 @@
 #include <atomic>
 #include <memory>
 
+#include "core/metrics.h"
 #include "device/device_data.h"
 #include "ir/node.h"
+#include "lazy/autograd_state.h"
 
 namespace ordo::lazy {
 
@@ -22,7 +24,9 @@ class PendingList;
 class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
  public:
   TensorImpl(DType dtype, Shape shape, int device, uint64_t generation)
-      : dtype(dtype), shape(std::move(shape)), device(device), generation(generation) {}
+      : dtype(dtype), shape(std::move(shape)), device(device), generation(generation) {
+    metrics::add(metrics::Counter::kCreateTensor, device);
+  }
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
@@ -34,6 +38,13 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
 
   ir::Value value;
   std::shared_ptr<device::DeviceData> data;
+  // How often assign() rebound this tensor: a gradient rule that would read
+  // an input rebound since its op was recorded refuses to.
+  uint64_t version = 0;
+  // Null unless the tensor requires a gradient (lazy/autograd_state.h).
+  std::unique_ptr<AutogradState> autograd;
+
+  bool requires_grad() const { return autograd && autograd->requires_grad; }
 
   bool is_pending() const { return value.node && value.node->op() != ir::OpKind::kDeviceData; }
 

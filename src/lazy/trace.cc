@@ -1,5 +1,9 @@
 #include "lazy/trace.h"
 
+#include <algorithm>
+#include <atomic>
+#include <optional>
+
 #include "lazy/graph_table.h"
 
 namespace ordo::lazy {
@@ -16,7 +20,46 @@ void check_output(ir::OpKind op, const ir::ValueType& type) {
   if (!type.is_token) checked_shape_size(ir::op_name(op), type.shape, type.dtype);
 }
 
+thread_local bool t_grad_mode = true;
+std::atomic<uint64_t> g_grad_sequence{0};
+
+// Whether the op's outputs get a gradient: grad mode is on, an input needs
+// one, and an output can carry one (comparisons, argmax and integer casts
+// cannot: the gradient stops there, as in PyTorch).
+bool records_gradient(std::span<const Tensor* const> inputs, const ir::ValueTypes& outputs) {
+  if (!t_grad_mode) return false;
+  const bool input_needs = std::any_of(inputs.begin(), inputs.end(),
+                                       [](const Tensor* input) { return input->impl()->requires_grad(); });
+  return input_needs && std::any_of(outputs.begin(), outputs.end(), [](const ir::ValueType& type) {
+           return !type.is_token && is_floating(type.dtype);
+         });
+}
+
+void record_gradient(ir::OpKind op, const ir::Attrs& attrs, std::span<const Tensor* const> inputs,
+                     Tensors& results) {
+  auto record = std::make_shared<GradRecord>();
+  record->op = op;
+  record->attrs = attrs;
+  for (const Tensor* input : inputs) {
+    record->inputs.push_back(*input);
+    record->versions.push_back(input->impl()->version);
+  }
+  for (const Tensor& result : results) record->outputs.push_back({result.dtype(), result.shape()});
+  record->sequence = next_grad_sequence();
+  for (uint32_t i = 0; i < results.size(); ++i) {
+    auto state = std::make_unique<AutogradState>();
+    state->requires_grad = is_floating(results[i].dtype());
+    state->record = record;
+    state->output = i;
+    results[i].impl()->autograd = std::move(state);
+  }
+}
+
 }  // namespace
+
+bool grad_mode_enabled() { return t_grad_mode; }
+void set_grad_mode_enabled(bool enabled) { t_grad_mode = enabled; }
+uint64_t next_grad_sequence() { return g_grad_sequence.fetch_add(1, std::memory_order_relaxed); }
 
 ir::Value value_of(TensorImpl& tensor) {
   if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data, tensor.device), 0};
@@ -42,6 +85,9 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
 Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
               ir::Attrs attrs, bool chain_token) {
   for (const ir::ValueType& type : outputs) check_output(op, type);
+  const bool with_gradient = records_gradient(inputs, outputs);
+  std::optional<ir::Attrs> recorded_attrs;
+  if (with_gradient) recorded_attrs = attrs;
   const int device = inputs.front()->impl()->device;
   GraphTable& table = graphs();
   DeviceGraph& graph = table.graph(device);
@@ -79,6 +125,7 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
     graph.register_pending(*impl);
     results.emplace_back(std::move(impl));
   }
+  if (with_gradient) record_gradient(op, *recorded_attrs, inputs, results);
   return results;
 }
 
@@ -99,6 +146,14 @@ Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs att
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
   graph.register_pending(*impl);
+  return Tensor(std::move(impl));
+}
+
+Tensor alias_locked(const TensorImpl& from, DeviceGraph& graph) {
+  auto impl = make_tensor_impl(from.dtype, from.shape, from.device, from.generation);
+  impl->value = from.value;
+  impl->data = from.data;
+  if (impl->is_pending()) graph.register_pending(*impl);
   return Tensor(std::move(impl));
 }
 

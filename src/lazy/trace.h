@@ -44,6 +44,12 @@ Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::Va
 // its shape is checked like trace's.
 Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs);
 
+class DeviceGraph;
+
+// A second tensor holding from's value (pending or data), without its
+// gradient history; graph is from's device's, its mutex held.
+Tensor alias_locked(const TensorImpl& from, DeviceGraph& graph);
+
 // A tensor holding existing device data.
 Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device);
 

@@ -5,6 +5,9 @@ PYBIND11_MODULE(_C, m) {
   ordo::python::bind_errors(m);
   ordo::python::bind_tensor(m);
   ordo::python::bind_ops(m);
+  ordo::python::bind_nn_ops(m);
   ordo::python::bind_runtime(m);
   ordo::python::bind_spawn(m);
+  ordo::python::bind_autograd(m);
+  ordo::python::bind_metrics(m);
 }

@@ -19,8 +19,11 @@ namespace py = pybind11;
 void bind_errors(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);
+void bind_nn_ops(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_spawn(py::module_& m);
+void bind_autograd(py::module_& m);
+void bind_metrics(py::module_& m);
 
 // numpy dtype <-> ordo dtype (for dtype arguments: no conversions).
 DType dtype_from_numpy(const py::dtype& dtype);

@@ -32,7 +32,7 @@ void bind_ops(py::module_& m) {
   const std::pair<const char*, Unary> unary[] = {
       {"neg", &neg},   {"abs", &abs},         {"exp", &exp},   {"log", &log},
       {"sqrt", &sqrt}, {"rsqrt", &rsqrt},     {"tanh", &tanh}, {"sigmoid", &sigmoid},
-      {"relu", &relu}, {"logical_not", &logical_not}};
+      {"erf", &ordo::erf}, {"relu", &relu}, {"logical_not", &logical_not}};
   for (const auto& [name, fn] : unary) m.def(name, fn);
   // Their operands are tensors, numpy arrays or numbers, as an operator's.
   static constexpr const char* kOperandsDoc =
@@ -88,6 +88,12 @@ void bind_ops(py::module_& m) {
   m.def("broadcast_to", &broadcast_to);
   m.def("index_select", [](const Tensor& x, int64_t axis, py::handle index) {
     return index_select(x, axis, index_tensor("index_select", index, x.device()));
+  });
+  m.def("scatter_add", [](const Tensor& self, int64_t axis, py::handle index, const Tensor& src) {
+    return scatter_add(self, axis, index_tensor("scatter_add", index, self.device()), src);
+  });
+  m.def("index_add", [](const Tensor& self, int64_t axis, py::handle index, const Tensor& src) {
+    return index_add(self, axis, index_tensor("index_add", index, self.device()), src);
   });
   m.def("gather", [](const Tensor& x, int64_t axis, py::handle index) {
     return gather(x, axis, index_tensor("gather", index, x.device()));

@@ -53,6 +53,19 @@ void bind_tensor(py::module_& m) {
       .def("is_pending", &Tensor::is_pending)
       .def("numpy", &to_numpy, "The value as a new numpy array; waits for it.")
       .def("_assign", &Tensor::assign)
+      .def_property("requires_grad", &Tensor::requires_grad,
+                    [](Tensor& t, bool requires_grad) { t.set_requires_grad(requires_grad); })
+      .def("requires_grad_", [](Tensor& t, bool requires_grad) -> Tensor& { return t.set_requires_grad(requires_grad); },
+           py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property("grad", [](const Tensor& t) -> py::object {
+        Tensor g = t.grad();
+        return g.defined() ? py::cast(g) : py::none();
+      }, [](Tensor& t, const std::optional<Tensor>& g) { t.set_grad(g ? *g : Tensor()); })
+      .def("backward", [](const Tensor& t, const std::optional<Tensor>& gradient) {
+        t.backward(gradient ? *gradient : Tensor());
+      }, py::arg("gradient") = py::none(), "Accumulates the gradient of this tensor into every leaf's .grad.")
+      .def("detach", &Tensor::detach, "The same value, without gradient history.")
       .def("__hash__", [](const Tensor& t) { return std::hash<const void*>()(t.impl().get()); })
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); })

@@ -61,7 +61,7 @@ Runtime::Runtime(comm::World world, uint64_t generation)
   device::set_host_devices(topology_.host_devices());
   for (int index = 0; index < topology_.local_devices(); ++index) {
     const int ordinal = topology_.global_ordinal(index);
-    devices_.push_back(std::make_unique<device::Device>(ordinal, topology_.host_ordinal(ordinal), *communicator_));
+    devices_.push_back(std::make_unique<device::Device>(index, ordinal, topology_.host_ordinal(ordinal), *communicator_));
   }
 }
 

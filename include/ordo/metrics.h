@@ -1,0 +1,53 @@
+// What ordo did: counters and metrics, always on, kept per device, in
+// torch_xla's names where the meaning is the same.
+//
+//   ordo::mark_step();
+//   std::optional<int64_t> steps = ordo::counter_value("MarkStep");
+//   std::optional<ordo::MetricData> compile = ordo::metric_data("CompileTime");  // ns
+//   std::printf("%s", ordo::metrics_report().c_str());                           // torch_xla's format
+//
+// Counters: MarkStep, CachedCompile, UncachedCompile, CreateTensor,
+// DestroyTensor, and per collective kind its count (AllReduce, AllGather,
+// ...). Metrics: CompileTime, ExecuteTime, TransferToDeviceTime,
+// TransferFromDeviceTime, CollectiveTime (ns), CollectiveBytes (what each
+// collective's outputs hold on the device).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ordo {
+
+struct MetricData {
+  int64_t total_samples = 0;
+  double accumulator = 0;                        // the sum of every sample ever recorded
+  std::vector<std::pair<int64_t, double>> samples;  // (ns since the epoch, value): the newest 1024 per device
+};
+
+// device: a device of this process, or -1 for every one of them. An unknown
+// name gives nullopt, as torch_xla's None; a device that does not exist an
+// InvalidArgument.
+std::vector<std::string> counter_names();  // the counters that are not zero
+std::optional<int64_t> counter_value(std::string_view name, int device = -1);
+std::vector<std::string> metric_names();  // the metrics that have samples
+std::optional<MetricData> metric_data(std::string_view name, int device = -1);
+
+// Every metric with samples and every non-zero counter, then the compile
+// cache's entries, in torch_xla's text format:
+//   Metric: CompileTime
+//     TotalSamples: 2
+//     Accumulator: 012ms431.432us
+//     Percentiles: 1%=001ms002.000us; 5%=...; 99%=...
+//   Counter: MarkStep
+//     Value: 4
+std::string metrics_report(int device = -1);
+
+void clear_counters();
+void clear_metrics();
+void clear_all();
+
+}  // namespace ordo

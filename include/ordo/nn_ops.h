@@ -1,0 +1,62 @@
+// The ops of training beyond the elementwise ones: softmax and its kin,
+// variance, clamping, gelu, and random numbers made on the device from a
+// seed that is a tensor. All but random_uniform are composed of the ops of
+// ordo/tensor.h, so gradients flow through those ops' rules. dim counts
+// from the end when negative; a 0-d tensor takes dim 0 or -1, as in torch.
+//
+//   ordo::Tensor logits = ordo::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+//   ordo::Tensor p = ordo::softmax(logits, -1);                  // rows sum to 1
+//   ordo::Tensor seed = ordo::from_vector<int64_t>({42}, {});    // new each step: no recompile
+//   ordo::Tensor h = ordo::dropout(ordo::gelu(logits), 0.1, seed);
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "ordo/tensor.h"
+
+namespace ordo {
+
+// exp(x) / sum(exp(x)) along dim, stable for large x (x - max(x) first).
+// A row of only -inf (or holding +inf) gives nan, as in torch.
+Tensor softmax(const Tensor& x, int64_t dim);
+// x - logsumexp(x, dim): a row of only -inf gives nan, as in torch.
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// log(sum(exp(x))) over dims (empty: every dim), stable: the max of the
+// reduced elements (0 where it is infinite) is taken out first. Reducing
+// only -inf, or nothing, gives -inf; +inf gives +inf.
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+
+// Variance over dims (empty: every dim): sum((x - mean)^2) / (N - correction),
+// correction 1 being Bessel's (torch's unbiased=True). N <= correction gives
+// inf or nan, as in torch. Floating x only.
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1,
+           bool keepdim = false);
+Tensor std(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1,
+           bool keepdim = false);
+
+// min(max(x, min), max) with either bound absent (an undefined Tensor, or
+// nullopt); bounds broadcast against x and promote with it. The gradient
+// reaches x where min <= x <= max (bounds included), a tensor bound where x
+// is beyond it, as in torch 1.13.
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+
+// x * Phi(x): approximate "none" through erf, "tanh" through torch's tanh
+// formula. Anything else is an InvalidArgument.
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+
+// Uniform in [low, high) of dtype (float32 or float64) on seed's device;
+// seed is a 0-d int64 tensor whose value is read when the graph runs, so a
+// new seed each step compiles nothing new. Element i depends only on (seed,
+// i): rand_uniform(shape, s, low, high, dtype) gives the same bits.
+Tensor random_uniform(const Shape& shape, const Tensor& seed, double low = 0.0, double high = 1.0,
+                      DType dtype = DType::kFloat32);
+
+// Zeroes each element of x with probability p and scales the rest by
+// 1 / (1 - p) (mask: random_uniform(seed) >= p). p = 0 returns x, p = 1
+// returns x * 0, as torch; p outside [0, 1] is an InvalidArgument.
+Tensor dropout(const Tensor& x, double p, const Tensor& seed);
+
+}  // namespace ordo

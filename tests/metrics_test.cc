@@ -1,0 +1,108 @@
+// Counters and metrics of a known program: exact counts, positive times,
+// per device, torch_xla's report format.
+#include <regex>
+#include <thread>
+
+#include "spmd.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+class MetricsTest : public testing::RuntimeTest<2> {
+ protected:
+  void SetUp() override {
+    RuntimeTest::SetUp();
+    clear_all();
+  }
+};
+
+int64_t counter(std::string_view name, int device = -1) { return counter_value(name, device).value(); }
+
+TEST_F(MetricsTest, AStepTracedTwiceCompilesOnceAndRunsTwice) {
+  for (int step = 0; step < 2; ++step) {
+    Tensor x = from_vector<float>({1, 2, 3}, {3});
+    Tensor y = exp(x) * 2.0;
+    mark_step();
+    EXPECT_EQ(y.to_vector<float>().size(), 3u);
+  }
+  EXPECT_EQ(counter("MarkStep"), 2);
+  EXPECT_EQ(counter("UncachedCompile"), 1);
+  EXPECT_EQ(counter("CachedCompile"), 1);
+  const MetricData compile = metric_data("CompileTime").value();
+  EXPECT_EQ(compile.total_samples, 1);
+  EXPECT_GT(compile.accumulator, 0);
+  const MetricData execute = metric_data("ExecuteTime").value();
+  EXPECT_EQ(execute.total_samples, 2);
+  ASSERT_EQ(execute.samples.size(), 2u);
+  EXPECT_LE(execute.samples[0].first, execute.samples[1].first);
+  EXPECT_EQ(metric_data("TransferToDeviceTime")->total_samples, 2);
+  EXPECT_EQ(metric_data("TransferFromDeviceTime")->total_samples, 2);
+  EXPECT_EQ(counter("MarkStep", 1), 0);  // everything ran on device 0
+}
+
+TEST_F(MetricsTest, TensorsAreCountedWhenMadeAndDropped) {
+  {
+    Tensor a = zeros({4});
+    Tensor b = a + 1.0;  // the scalar is a tensor too
+    EXPECT_EQ(counter("CreateTensor"), 3);
+    EXPECT_EQ(counter("DestroyTensor"), 1);  // the scalar's handle
+  }
+  EXPECT_EQ(counter("DestroyTensor"), 3);
+}
+
+TEST_F(MetricsTest, CollectivesAreCountedPerDeviceWithTheirBytes) {
+  testing::run_on_devices<int>(2, [](int) {
+    Tensor x = ones({8});
+    Tensor sum = all_reduce(ReduceType::kSum, x);
+    Tensor gathered = all_gather(x);
+    mark_step();
+    sum.to_vector<float>();
+    gathered.to_vector<float>();
+    return 0;
+  });
+  for (int device = 0; device < 2; ++device) {
+    EXPECT_EQ(counter("AllReduce", device), 1);
+    EXPECT_EQ(counter("AllGather", device), 1);
+    const MetricData bytes = metric_data("CollectiveBytes", device).value();
+    EXPECT_EQ(bytes.total_samples, 2);
+    EXPECT_EQ(bytes.accumulator, 8 * 4 + 16 * 4);
+    EXPECT_EQ(metric_data("CollectiveTime", device)->total_samples, 2);
+  }
+  EXPECT_EQ(counter("AllReduce"), 2);
+}
+
+TEST_F(MetricsTest, TheReportHasTorchXlasFormatAndOnlyWhatIsNotZero) {
+  Tensor y = ones({2}) * 3.0;
+  mark_step();
+  y.to_vector<float>();
+  const std::string report = metrics_report();
+  EXPECT_NE(report.find("Metric: CompileTime\n  TotalSamples: 1\n  Accumulator: "), std::string::npos) << report;
+  const std::regex percentiles(
+      R"(  Percentiles: 1%=(\d\d\ds)?\d\d\dms\d\d\d\.\d\d\dus(; \d+%=[0-9msu.]+){8}\n)");
+  EXPECT_TRUE(std::regex_search(report, percentiles)) << report;
+  EXPECT_NE(report.find("Counter: MarkStep\n  Value: 1\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("Counter: CompileCacheEntries\n  Value: 1\n"), std::string::npos) << report;
+  EXPECT_EQ(report.find("CachedCompile\n"), std::string::npos) << report;  // zero: not shown
+  EXPECT_EQ(report.find("AllReduce"), std::string::npos) << report;
+}
+
+TEST_F(MetricsTest, NamesListWhatHasValuesAndUnknownNamesAreNone) {
+  EXPECT_EQ(counter_value("NoSuchCounter"), std::nullopt);
+  EXPECT_EQ(metric_data("NoSuchMetric"), std::nullopt);
+  EXPECT_THROW(counter_value("MarkStep", 7), InvalidArgument);
+  mark_step();
+  EXPECT_EQ(counter_names(), std::vector<std::string>{"MarkStep"});
+  Tensor y = ones({2}) + 1.0;
+  mark_step();
+  const std::vector<std::string> names = metric_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "CompileTime"), names.end());
+  clear_counters();
+  EXPECT_TRUE(counter_names().empty());
+  EXPECT_FALSE(metric_names().empty());
+  clear_metrics();
+  EXPECT_TRUE(metric_names().empty());
+}
+
+}  // namespace
+}  // namespace ordo

@@ -1,0 +1,70 @@
+"""ordo's counters and metrics from Python, as torch_xla.debug.metrics."""
+
+import re
+
+import numpy as np
+import pytest
+
+import ordo
+
+
+@pytest.fixture(autouse=True)
+def cleared():
+    ordo.clear_all()
+
+
+def test_a_known_program_has_exact_counts_and_positive_times():
+    for _ in range(3):
+        y = ordo.exp(ordo.tensor([1.0, 2.0])) * 2
+        ordo.mark_step()
+        y.numpy()
+    assert ordo.counter_value("MarkStep") == 3
+    assert ordo.counter_value("UncachedCompile") == 1
+    assert ordo.counter_value("CachedCompile") == 2
+    samples, accumulator, values = ordo.metric_data("ExecuteTime")
+    assert samples == 3 and accumulator > 0 and len(values) == 3
+    assert all(v > 0 for _, v in values)
+    assert [t for t, _ in values] == sorted(t for t, _ in values)
+    assert ordo.metric_data("TransferFromDeviceTime")[0] == 3
+    assert set(ordo.counter_names()) >= {"MarkStep", "CachedCompile", "UncachedCompile", "CreateTensor"}
+    assert "CompileTime" in ordo.metric_names()
+
+
+def test_the_report_has_torch_xlas_format():
+    y = ordo.tensor([1.0]) + 1
+    ordo.mark_step()
+    y.numpy()
+    report = ordo.metrics_report()
+    assert re.search(r"^Metric: CompileTime\n  TotalSamples: 1\n  Accumulator: \d{3}ms\d{3}\.\d{3}us\n"
+                     r"  Percentiles: 1%=\S+; 5%=\S+; 10%=\S+; 20%=\S+; 50%=\S+; 80%=\S+; 90%=\S+; 95%=\S+; 99%=\S+\n",
+                     report, re.M), report
+    assert "Counter: MarkStep\n  Value: 1\n" in report
+    assert "CachedCompile\n" not in report  # zero: left out, as torch_xla
+
+
+def test_spawned_devices_count_their_own_collectives(world):
+    def step(index):
+        total = ordo.all_reduce(ordo.REDUCE_SUM, ordo.tensor(np.ones(4, np.float32)))
+        ordo.mark_step()
+        return total.numpy()
+
+    ordo.spawn(step)
+    for device in range(world):
+        assert ordo.counter_value("AllReduce", device) == 1
+        assert ordo.counter_value("MarkStep", device) == 1
+        assert ordo.metric_data("CollectiveBytes", device)[1] == 16
+    assert ordo.counter_value("AllReduce") == world
+
+
+def test_unknown_names_are_none_and_clearing_empties():
+    assert ordo.counter_value("NoSuchCounter") is None
+    assert ordo.metric_data("NoSuchMetric") is None
+    ordo.mark_step()
+    (ordo.tensor([1.0]) * 3).numpy()
+    ordo.clear_counters()
+    assert ordo.counter_names() == []
+    assert ordo.metric_names() != []
+    ordo.clear_metrics()
+    assert ordo.metric_names() == []
+    with pytest.raises(ValueError):
+        ordo.counter_value("MarkStep", device=99)
