@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from .._autograd import enable_grad, no_grad  # noqa: F401 - the optimizers' modules import no_grad from here
 from .._tensor import Tensor, tensor
 
 
@@ -73,16 +74,6 @@ def clone(value):
     """A new handle of value's value (torch.clone): a later in-place rebind
     of value (a gradient accumulated into, or zeroed) leaves it alone."""
     return _C.reshape(value, list(value.shape))
-
-
-def no_grad():
-    from .. import no_grad as _no_grad  # the autograd layer imports optim's package lazily
-    return _no_grad()
-
-
-def enable_grad():
-    from .. import enable_grad as _enable_grad
-    return _enable_grad()
 
 
 def _to_device_of(param, value):
