@@ -3,6 +3,7 @@ gradients on its part of the batch, reduce_gradients averages them over the
 devices, and the optimizer then makes the same step everywhere."""
 
 from . import _C
+from ._autograd import no_grad
 from ._collectives import REDUCE_SUM, _group_size, all_reduce, collective_broadcast
 
 
@@ -47,5 +48,6 @@ def broadcast_master_param(model):
     else:
         tensors = list(model)
     if tensors:
-        collective_broadcast(tensors, root_ordinal=0)
+        with no_grad():  # parameters stay leaves: the broadcast is no part of the model
+            collective_broadcast(tensors, root_ordinal=0)
     _C.mark_step()
