@@ -55,10 +55,11 @@ class Adam(Optimizer):
         grad = -p.grad if group["maximize"] else p.grad
         state = self.state.setdefault(p, {})
         if not state:
-            zeros = _C.full(list(p.shape), 0, p.dtype, p._device)
-            state.update(step=0.0, exp_avg=zeros, exp_avg_sq=zeros)
+            def zeros():  # one tensor each: the state's tensors are never aliases
+                return _C.full(list(p.shape), 0, p.dtype, p._device)
+            state.update(step=0.0, exp_avg=zeros(), exp_avg_sq=zeros())
             if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros
+                state["max_exp_avg_sq"] = zeros()
         state["step"] += 1
         beta1, beta2 = group["betas"]
         lr, weight_decay = group["lr"], group["weight_decay"]
