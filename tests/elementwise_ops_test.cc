@@ -159,6 +159,7 @@ const UnaryCase kUnaryCases[] = {
      Domain::kAny},
     {"sigmoid", &ordo::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); },
      UnaryResult::kFloating, Domain::kAny},
+    {"erf", &ordo::erf, [](double x) { return std::erf(x); }, UnaryResult::kFloating, Domain::kAny},
     {"logical_not", &ordo::logical_not, [](double x) { return truth(x == 0); }, UnaryResult::kBool,
      Domain::kAny},
 };

@@ -189,6 +189,14 @@ TEST_F(FusionTest, LargeGroupsRunInBlocksLikeOneKernelPerOp) {
   EXPECT_GE(fused_ops_of({outer_dims()}), 4u);
 }
 
+// gelu's chain (mul, erf, add, mul, mul) is one group, erf among the
+// unary ops a group runs.
+TEST_F(FusionTest, ErfFusesInGelusChain) {
+  const auto chain = [] { return gelu(rand_normal({4, 50000}, 36)); };
+  expect_same_fused<float>(chain);
+  EXPECT_EQ(fused_ops_of({chain()}), 5u);
+}
+
 TEST_F(FusionTest, ShortBroadcastRowsAreNotFused) {
   // A bias of 3 on every row would make the group run every op once per
   // 3 elements: the add runs alone, the rest of the chain still fuses.

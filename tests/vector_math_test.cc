@@ -66,6 +66,8 @@ T reference(OpKind op, T x, T y = 0) {
       return std::log(x);
     case OpKind::kTanh:
       return std::tanh(x);
+    case OpKind::kErf:
+      return std::erf(x);
     case OpKind::kSqrt:
       return std::sqrt(x);
     case OpKind::kPow:
@@ -116,7 +118,7 @@ void expect_accurate(OpKind op, const std::vector<T>& x, const std::vector<T>* y
   }
 }
 
-const OpKind kUnaryOps[] = {OpKind::kExp,  OpKind::kLog,   OpKind::kTanh,
+const OpKind kUnaryOps[] = {OpKind::kExp,  OpKind::kLog,   OpKind::kTanh,   OpKind::kErf,
                             OpKind::kSqrt, OpKind::kRsqrt, OpKind::kSigmoid};
 
 // Every 2^7-th float32 bit pattern (both signs, every exponent) and random
@@ -204,6 +206,10 @@ void expect_known_results() {
   EXPECT_TRUE(same_bits(at(OpKind::kRsqrt)[2], -L::infinity()));  // 1 / sqrt(-0) = -inf
   EXPECT_TRUE(same_bits(at(OpKind::kSigmoid)[0], T{0}));
   EXPECT_TRUE(same_bits(at(OpKind::kSigmoid)[4], T{1}));
+  EXPECT_TRUE(same_bits(at(OpKind::kErf)[0], T{-1}));  // erf(-inf) = -1
+  EXPECT_TRUE(same_bits(at(OpKind::kErf)[1], T{0}));   // erf(+-0) = +-0
+  EXPECT_TRUE(same_bits(at(OpKind::kErf)[2], -T{0}));
+  EXPECT_TRUE(same_bits(at(OpKind::kErf)[4], T{1}));   // erf(inf) = 1
   // Where 1 / (1 + exp(-x)) would already be 0, sigmoid(x) is exp(x).
   const std::vector<T> tiny = {sizeof(T) == 4 ? T{-95} : T{-720}};
   const T sigmoid = run_row(OpKind::kSigmoid, best_vector_isa(), tiny)[0];
@@ -277,7 +283,7 @@ void expect_same_bits_everywhere() {
   std::vector<VectorIsa> sets = {VectorIsa::kSse2};
   if (best_vector_isa() != VectorIsa::kSse2) sets.push_back(VectorIsa::kAvx2);
   if (best_vector_isa() == VectorIsa::kAvx512) sets.push_back(VectorIsa::kAvx512);
-  for (OpKind op : {OpKind::kExp, OpKind::kLog, OpKind::kTanh, OpKind::kSqrt, OpKind::kRsqrt, OpKind::kSigmoid,
+  for (OpKind op : {OpKind::kExp, OpKind::kLog, OpKind::kTanh, OpKind::kErf, OpKind::kSqrt, OpKind::kRsqrt, OpKind::kSigmoid,
                     OpKind::kPow}) {
     const bool binary = op == OpKind::kPow;
     const std::vector<T> want = run_row(op, best_vector_isa(), x, binary ? &y : nullptr);

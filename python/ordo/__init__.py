@@ -28,6 +28,9 @@ from ._autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_ena
 from ._exchange import mesh_reduce, rendezvous
 from ._metrics import (clear_all, clear_counters, clear_metrics, counter_names, counter_value, metric_data,
                        metric_names, metrics_report)
+from ._nn_ops import (clamp, clip, dropout, erf, gelu, log_softmax, logsumexp, rand_like, softmax, std,
+                      var)
+from ._random import manual_seed, manual_seed_all
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from . import optim
 from .optim import ZeroRedundancyOptimizer

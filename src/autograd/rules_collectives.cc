@@ -69,13 +69,15 @@ Gradients backward_CollectivePermute(const BackwardCall& call) {
 }
 
 // Only the root's inputs reached the outputs: they get the group's sum; the
-// other members take part in that sum and get nothing.
+// other members take part in that sum and get zeros.
 Gradients backward_CollectiveBroadcast(const BackwardCall& call) {
   const ir::CollectiveAttrs attrs = attrs_of(call);
   std::vector<Tensor> grads = every_grad(call);
   all_reduce_inplace(ReduceType::kSum, grads, 1.0, attrs.groups);
-  if (global_ordinal(call) != attrs.root) return Gradients(grads.size());
-  return grads;
+  if (global_ordinal(call) == attrs.root) return grads;
+  Gradients none;
+  for (const Tensor& input : call.record.inputs) none.push_back(zeros_like(input));
+  return none;
 }
 
 }  // namespace ordo::autograd

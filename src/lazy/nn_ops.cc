@@ -34,13 +34,13 @@ Tensor reduce_along(std::string_view what, const Tensor& x, const std::vector<in
 
 // The max over axes (kept as 1s), taken out before exp so that exp cannot
 // overflow; 0 when an axis is empty (there is nothing to take out).
-// Its own gradient cancels in every composition here.
+// It gets no gradient (its gradient cancels in every composition here, and
+// PyTorch does not propagate through it either).
 Tensor max_to_take_out(const Tensor& x, const std::vector<int64_t>& axes) {
   for (int64_t axis : axes) {
     if (x.shape()[axis] == 0) return scalar_like(0, x);
   }
-  // TODO(merge): detach() this max; its gradient is zero in exact arithmetic.
-  return max(x, axes, true);
+  return max(x, axes, true).detach();
 }
 
 // Every element not reduced away, for var's N.

@@ -31,7 +31,7 @@ DEFAULT_PROGRAMS = 3000
 
 # Every op of src/ir/op_list.def, as the fuzzer names its calls (the leaves
 # DeviceData and CcToken are every input and collective).
-EVERY_OP = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "logical_not", "cast", "add",
+EVERY_OP = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "relu", "logical_not", "cast", "add",
             "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
             "logical_or", "where", "sum", "mean", "max", "min", "argmax", "matmul", "reshape", "permute", "slice",
             "concat", "broadcast_to", "index_select", "gather", "one_hot", "full", "arange", "all_reduce",

@@ -10,7 +10,7 @@ import numpy as np
 from . import values as V
 from .generate import LONG_DIMS, MAX_NUMEL, arange_length, broadcast, numel
 
-FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid")
+FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
 NUMERIC_UNARY = ("neg", "abs", "relu")
 UNARY_SYMBOL = {"neg": "-", "abs": "abs", "logical_not": "~"}
 ARITHMETIC = ("add", "sub", "mul", "pow")
