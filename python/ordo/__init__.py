@@ -19,8 +19,8 @@ from . import _C
 from ._C import (CcToken, CollectiveError, CollectiveMismatchError, CollectiveTimeoutError, ExecutionError,
                  OutOfMemoryError, Tensor)
 from ._collectives import (REDUCE_AND, REDUCE_MAX, REDUCE_MIN, REDUCE_MUL, REDUCE_OR, REDUCE_SUM, all_gather,
-                           all_reduce, all_to_all, collective_broadcast, collective_permute, reduce_gradients,
-                           reduce_scatter)
+                           all_reduce, all_to_all, collective_broadcast, collective_permute, reduce_scatter)
+from ._data_parallel import broadcast_master_param, optimizer_step, reduce_gradients
 from ._devices import (Device, bind_thread_to_device, device, devices, get_local_ordinal, get_ordinal, init,
                        is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
 from ._devices import _ordinal
@@ -32,6 +32,8 @@ from ._nn_ops import (clamp, clip, dropout, erf, gelu, log_softmax, logsumexp, r
                       var)
 from ._random import manual_seed, manual_seed_all
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
+from . import optim
+from .optim import ZeroRedundancyOptimizer
 
 float32 = _np.float32
 float64 = _np.float64

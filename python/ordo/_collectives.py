@@ -128,12 +128,3 @@ def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
     _C.collective_broadcast(tensors, int(root_ordinal), _groups(groups))
     return tensors
 
-
-def reduce_gradients(grads, groups=None):
-    """In-place mean of the gradients over the devices: one coalesced sum
-    all_reduce scaled by 1 / world size."""
-    grads = list(grads)
-    if grads:
-        count = world_size() if groups is None else len(groups[0])
-        all_reduce(REDUCE_SUM, grads, scale=1.0 / count, groups=groups)
-    return grads
