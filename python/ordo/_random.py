@@ -22,7 +22,7 @@ from ._devices import _ordinal
 _MASK = (1 << 64) - 1
 _DEFAULT_SEED = 0
 
-# Locking: _lock guards _states (global ordinal -> [seed, draws taken]).
+# Locking: _lock guards _states (global ordinal -> [seed, draws taken, initializations taken]).
 _lock = threading.Lock()
 _states = {}
 
@@ -50,7 +50,7 @@ def manual_seed(seed, device=None):
     seed = _checked_seed(seed)
     ordinal = _C.get_ordinal(_ordinal(device))
     with _lock:
-        _states[ordinal] = [seed, 0]
+        _states[ordinal] = [seed, 0, 0]
 
 
 def manual_seed_all(seed):
@@ -59,7 +59,20 @@ def manual_seed_all(seed):
     ordinals = [_C.get_ordinal(d) for d in range(_C.num_devices())]
     with _lock:
         for ordinal in ordinals:
-            _states[ordinal] = [seed, 0]
+            _states[ordinal] = [seed, 0, 0]
+
+
+def next_init_seed(device=None):
+    """The next seed for initializing parameters on `device` (ordo.nn's
+    layers), as a Python int: it derives from the device's manual seed and
+    the initializations since, not from its ordinal, so that every device
+    seeded alike builds a model with the same weights, as torch does."""
+    ordinal = _C.get_ordinal(_ordinal(device))
+    with _lock:
+        state = _states.setdefault(ordinal, [_DEFAULT_SEED, 0, 0])
+        seed, _, draw = state
+        state[2] += 1
+    return _mix((_mix(seed) + (draw + 1) * 0xD1B54A32D192ED03) & _MASK)
 
 
 def next_seed(device=None):
@@ -68,8 +81,8 @@ def next_seed(device=None):
     index = _ordinal(device)
     ordinal = _C.get_ordinal(index)
     with _lock:
-        state = _states.setdefault(ordinal, [_DEFAULT_SEED, 0])
-        seed, draw = state
+        state = _states.setdefault(ordinal, [_DEFAULT_SEED, 0, 0])
+        seed, draw, _ = state
         state[1] += 1
     value = _mix((_mix((_mix(seed) + ordinal * 0x9E3779B97F4A7C15) & _MASK) + draw * 0xD1B54A32D192ED03) & _MASK)
     signed = value - (1 << 64) if value >= 1 << 63 else value

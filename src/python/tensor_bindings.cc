@@ -45,6 +45,11 @@ void bind_binary(py::class_<Tensor>& cls, const char* what, const char* name, co
 
 void bind_tensor(py::module_& m) {
   py::class_<Tensor> cls(m, "Tensor");
+  // ordo.nn.Parameter subclasses Tensor: Parameter(t) is a second handle
+  // to t's value, and _rebind points a handle at another value of any
+  // dtype or shape (what Module.to does to keep its parameters' identity).
+  cls.def(py::init<const Tensor&>(), py::arg("data"))
+      .def("_rebind", [](Tensor& self, const Tensor& other) { self = other; }, py::arg("other"));
   cls.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
       .def_property_readonly("_device", &Tensor::device)

@@ -1,0 +1,13 @@
+"""ordo.nn: modules and layers as PyTorch 1.13's, over ordo's lazy ops.
+
+    model = ordo.nn.Sequential(ordo.nn.Linear(64, 128), ordo.nn.ReLU(), ordo.nn.Linear(128, 10))
+    loss = ordo.nn.functional.cross_entropy(model(x), y)
+    loss.backward()            # every parameter's .grad, in the same graph
+"""
+
+from . import functional
+from ._layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Sequential, Tanh
+from ._module import Module, Parameter
+
+__all__ = ["GELU", "Dropout", "Embedding", "LayerNorm", "Linear", "Module", "Parameter", "ReLU", "Sequential",
+           "Tanh", "functional"]
