@@ -1,0 +1,197 @@
+"""A data-parallel training step: ordo against PyTorch 1.13 on the same machine.
+
+    PYTHONPATH=python /usr/bin/python3 bench/training_bench.py [--workers 2,4] [--rounds 3] [filter]
+
+For each model and worker count, three children run the same step (forward,
+cross-entropy loss, backward, gradients averaged over the workers, SGD with
+momentum; float32, the same global batch):
+  ordo   one process, `workers` in-process devices (ordo.spawn), the step
+         traced, compiled once and a cache hit from then on;
+  ddp    PyTorch's DistributedDataParallel over gloo on loopback, one
+         process per worker, one thread each;
+  torch  PyTorch in one process on the whole batch with `workers` threads
+         (information: no communication at all).
+Each child times windows of steps after a warm-up and prints the median
+step time; the children take turns `rounds` times so that the machine's
+load hits all of them alike, and each figure is the median over rounds.
+The target is ddp's step time over ordo's of at least 1.5."""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# name: (input features, hidden widths, classes, global batch)
+MODELS = {
+    "digits": (64, (128, 128), 10, 128),
+    "wide": (784, (1024, 1024), 10, 256),
+}
+TARGET = 1.5
+LR, MOMENTUM = 0.05, 0.9
+WARMUP, WINDOWS, WINDOW_STEPS = 5, 5, 10
+
+
+def batch(model, workers, rank):
+    """This worker's share of a fixed random global batch (numpy arrays)."""
+    import numpy as np
+    features, _, classes, global_batch = MODELS[model]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((global_batch, features)).astype(np.float32)
+    y = rng.integers(0, classes, global_batch).astype(np.int64)
+    share = global_batch // workers
+    return x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+
+
+def median_step_seconds(step, sync):
+    for _ in range(WARMUP):
+        step()
+    sync()
+    windows = []
+    for _ in range(WINDOWS):
+        start = time.perf_counter()
+        for _ in range(WINDOW_STEPS):
+            step()
+        sync()
+        windows.append((time.perf_counter() - start) / WINDOW_STEPS)
+    return statistics.median(windows)
+
+
+def run_ordo(model, workers):
+    sys.path.insert(0, str(ROOT / "python"))
+    import ordo
+    features, hidden, classes, _ = MODELS[model]
+
+    def train(index):
+        ordo.manual_seed(0)
+        widths = (features,) + hidden
+        layers = []
+        for a, b in zip(widths, widths[1:]):
+            layers += [ordo.nn.Linear(a, b), ordo.nn.ReLU()]
+        net = ordo.nn.Sequential(*layers, ordo.nn.Linear(widths[-1], classes))
+        ordo.broadcast_master_param(net)
+        optimizer = ordo.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+        x_host, y_host = batch(model, workers, index)
+        x, y = ordo.tensor(x_host), ordo.tensor(y_host)
+
+        def step():
+            optimizer.zero_grad()
+            ordo.nn.functional.cross_entropy(net(x), y).backward()
+            ordo.optimizer_step(optimizer)
+            ordo.mark_step()
+
+        return median_step_seconds(step, lambda: ordo.wait_device_ops([ordo.xla_device()]))
+
+    return ordo.spawn(train)[0]
+
+
+def ddp_worker(rank, model, workers, port, results):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=workers)
+    net = torch.nn.parallel.DistributedDataParallel(torch_mlp(model))
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    x_host, y_host = batch(model, workers, rank)
+    x, y = torch.from_numpy(x_host), torch.from_numpy(y_host)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+
+    seconds = median_step_seconds(step, dist.barrier)
+    if rank == 0:
+        results.put(seconds)
+    dist.destroy_process_group()
+
+
+def torch_mlp(model):
+    import torch
+    torch.manual_seed(0)
+    features, hidden, classes, _ = MODELS[model]
+    widths = (features,) + hidden
+    layers = []
+    for a, b in zip(widths, widths[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(widths[-1], classes))
+
+
+def run_ddp(model, workers):
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = mp.get_context("spawn")
+    results = context.SimpleQueue()
+    mp.start_processes(ddp_worker, args=(model, workers, port, results), nprocs=workers,
+                       start_method="spawn")
+    return results.get()
+
+
+def run_torch(model, workers):
+    import torch
+    torch.set_num_threads(min(workers, os.cpu_count()))
+    net = torch_mlp(model)
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    x_host, y_host = batch(model, 1, 0)
+    x, y = torch.from_numpy(x_host), torch.from_numpy(y_host)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+
+    return median_step_seconds(step, lambda: None)
+
+
+RUNNERS = {"ordo": run_ordo, "ddp": run_ddp, "torch": run_torch}
+
+
+def child(runner, model, workers):
+    """One figure in a fresh process: thread counts are fixed when libraries load."""
+    env = dict(os.environ, ORDO_NUM_DEVICES=str(workers), PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run([sys.executable, __file__, "--child", runner, model, str(workers)], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", default="2,4")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", nargs=3, metavar=("RUNNER", "MODEL", "WORKERS"), help=argparse.SUPPRESS)
+    parser.add_argument("filter", nargs="?", default="", help="run the models whose name contains this")
+    args = parser.parse_args()
+    if args.child:
+        runner, model, workers = args.child
+        print(json.dumps(RUNNERS[runner](model, int(workers))))
+        return
+    print(f"data-parallel training step, float32, SGD(momentum); median of {args.rounds} rounds, each the median "
+          f"of {WINDOWS} windows of {WINDOW_STEPS} steps; {os.cpu_count()} cores")
+    print(f"{'model':<34}{'workers':>8}{'ordo ms':>10}{'ddp ms':>10}{'torch 1p ms':>13}"
+          f"{'ddp/ordo':>10}  target")
+    for model, (features, hidden, classes, global_batch) in MODELS.items():
+        if args.filter not in model:
+            continue
+        for workers in (int(w) for w in args.workers.split(",")):
+            rounds = {name: [] for name in RUNNERS}
+            for _ in range(args.rounds):
+                for name in RUNNERS:
+                    rounds[name].append(child(name, model, workers))
+            ms = {name: statistics.median(values) * 1e3 for name, values in rounds.items()}
+            ratio = ms["ddp"] / ms["ordo"]
+            shape = "-".join(str(w) for w in (features,) + hidden + (classes,))
+            label = f"{model} {shape}, batch {global_batch}"
+            print(f"{label:<34}{workers:>8}{ms['ordo']:>10.3f}{ms['ddp']:>10.3f}{ms['torch']:>13.3f}"
+                  f"{ratio:>10.2f}  >= {TARGET} {'met' if ratio >= TARGET else 'MISSED'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
