@@ -169,6 +169,15 @@ def job(index, data):
     return ok
 
 
+def short_metrics_report():
+    """torch_xla's report, cut to the step's timings and the counters a user looks at first."""
+    keep = ("CompileTime", "ExecuteTime", "MarkStep", "CachedCompile", "UncachedCompile", "AllReduce",
+            "ReduceScatter", "AllGather")
+    blocks = ordo.metrics_report().replace("\nMetric:", "\n\0Metric:").replace("\nCounter:", "\n\0Counter:")
+    chosen = [b for b in blocks.split("\0") if b.split("\n")[0].split(": ")[-1] in keep]
+    return "metrics (ordo.metrics_report(), short):\n" + "".join(chosen).rstrip()
+
+
 def main():
     world = ordo.world_size()
     if world != DEVICES:
@@ -185,6 +194,7 @@ def main():
         compiled = after["misses"] - before["misses"]
         reused = after["hits"] - before["hits"]
         print(f"\ngraphs: {compiled} compiled, {reused} reused from the compile cache (this process)")
+        print(short_metrics_report())
         print(f"everything matched: {'yes' if all(oks) else 'NO'}")
     sys.exit(0 if all(oks) else 1)
 
