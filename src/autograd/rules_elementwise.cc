@@ -87,22 +87,23 @@ Gradients backward_Pow(const BackwardCall& call) {
   return to_operands(call, ga, gb);
 }
 
-Gradients backward_Maximum(const BackwardCall& call) {
+namespace {
+
+// maximum and minimum: the operand that lost (a_lost(a, b) for a, a_lost(b,
+// a) for b) gets nothing, a tie gives each half.
+Gradients extreme_of_two(const BackwardCall& call, Tensor (*a_lost)(const Tensor&, const Tensor&)) {
   const Tensor g = call.grad();
   const Tensor& a = call.input(0);
   const Tensor& b = call.input(1);
   const Tensor zero = zero_like(g);
   const Tensor shared = where(eq(a, b), g / 2.0, g);
-  return to_operands(call, where(lt(a, b), zero, shared), where(gt(a, b), zero, shared));
+  return to_operands(call, where(a_lost(a, b), zero, shared), where(a_lost(b, a), zero, shared));
 }
-Gradients backward_Minimum(const BackwardCall& call) {
-  const Tensor g = call.grad();
-  const Tensor& a = call.input(0);
-  const Tensor& b = call.input(1);
-  const Tensor zero = zero_like(g);
-  const Tensor shared = where(eq(a, b), g / 2.0, g);
-  return to_operands(call, where(gt(a, b), zero, shared), where(lt(a, b), zero, shared));
-}
+
+}  // namespace
+
+Gradients backward_Maximum(const BackwardCall& call) { return extreme_of_two(call, &lt); }
+Gradients backward_Minimum(const BackwardCall& call) { return extreme_of_two(call, &gt); }
 
 Gradients backward_Eq(const BackwardCall& call) { return stops_gradient(call); }
 Gradients backward_Ne(const BackwardCall& call) { return stops_gradient(call); }

@@ -31,10 +31,18 @@ def unsplit_training():
     return history
 
 
-def sgd_step(w):
-    with ordo.no_grad():
-        w.copy_(w - LR * w.grad)
-    w.grad = None
+def train_shard(w, loss_of, gather_dim):
+    """STEPS of SGD on this device's shard w; the whole weights (gathered) after each."""
+    history = []
+    for _ in range(STEPS):
+        loss_of(w).backward()
+        with ordo.no_grad():
+            w.copy_(w - LR * w.grad)
+        w.grad = None
+        ordo.mark_step()
+        history.append(ordo.all_gather(w, gather_dim))
+    ordo.mark_step()
+    return [h.numpy() for h in history]
 
 
 @pytest.mark.parametrize("world", [2, 4], indirect=True)
@@ -51,15 +59,7 @@ def test_column_parallel_layer_with_all_gather(world):
     def train(index):
         w = ordo.tensor(w_host[:, index * cols:(index + 1) * cols], requires_grad=True)
         x, target = ordo.tensor(x_host), ordo.tensor(target_host)
-        history = []
-        for _ in range(STEPS):
-            y = ordo.all_gather(x @ w, 1)
-            (((ordo.tanh(y) - target) ** 2).mean() / world).backward()
-            sgd_step(w)
-            ordo.mark_step()
-            history.append(ordo.all_gather(w, 1))
-        ordo.mark_step()
-        return [h.numpy() for h in history]
+        return train_shard(w, lambda w: ((ordo.tanh(ordo.all_gather(x @ w, 1)) - target) ** 2).mean() / world, 1)
 
     for device_history in ordo.spawn(train):
         for got, want in zip(device_history, expected):
@@ -79,15 +79,11 @@ def test_row_parallel_layer_with_reduce_scatter(world):
         w = ordo.tensor(w_host[index * rows:(index + 1) * rows], requires_grad=True)
         x = ordo.tensor(x_host[:, index * rows:(index + 1) * rows])
         target = ordo.tensor(target_host[index * batch:(index + 1) * batch])
-        history = []
-        for _ in range(STEPS):
+
+        def loss_of(w):
             y = ordo.reduce_scatter(ordo.REDUCE_SUM, x @ w, 1.0, 0, world)
-            (((ordo.tanh(y) - target) ** 2).sum() / (BATCH * OUT)).backward()
-            sgd_step(w)
-            ordo.mark_step()
-            history.append(ordo.all_gather(w, 0))
-        ordo.mark_step()
-        return [h.numpy() for h in history]
+            return ((ordo.tanh(y) - target) ** 2).sum() / (BATCH * OUT)
+        return train_shard(w, loss_of, 0)
 
     for device_history in ordo.spawn(train):
         for got, want in zip(device_history, expected):
