@@ -56,10 +56,13 @@ void Tensor::rebind_history(lazy::DeviceGraph& graph, const Tensor& other) {
                    "cannot be rebound to a value with gradient history (rebind it under a NoGradGuard, as an "
                    "optimizer's step does)");
     const lazy::GradRecord& record = *from->record;
+    Tensor old;  // made once, however often the record names this tensor
     for (size_t i = 0; i < record.inputs.size(); ++i) {
       if (record.inputs[i].impl_ != impl_) continue;
-      Tensor old = lazy::alias_locked(*impl_, graph);
-      old.impl_->autograd = std::move(impl_->autograd);
+      if (!old.defined()) {
+        old = lazy::alias_locked(*impl_, graph);
+        old.impl_->autograd = std::move(impl_->autograd);
+      }
       record.inputs[i] = old;
     }
     auto state = std::make_unique<lazy::AutogradState>();
