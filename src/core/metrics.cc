@@ -1,5 +1,7 @@
 #include "core/metrics.h"
 
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
 #include <memory>
@@ -74,6 +76,22 @@ void for_each_slot(int only, Fn&& fn) {
     if (Slot* slot = g_slots[static_cast<size_t>(i)].load(std::memory_order_acquire)) fn(*slot);
   }
 }
+
+// A forked child finds every slot's lock free and its samples whole: the
+// locks are taken around fork() (runtime/fork.cc says why state is). A slot
+// lock is a leaf, taken while other locks (a graph's, the compile cache's)
+// are held: its handlers register before any layer's, at load, so that
+// their prepare runs last, once those other locks are the forking thread's.
+void lock_slots_for_fork() {
+  for_each_slot(-1, [](Slot& s) { s.metrics.lock.lock(); });
+}
+
+void unlock_slots_after_fork() {
+  for_each_slot(-1, [](Slot& s) { s.metrics.lock.unlock(); });
+}
+
+[[maybe_unused]] const bool g_fork_handlers_registered =
+    pthread_atfork(&lock_slots_for_fork, &unlock_slots_after_fork, &unlock_slots_after_fork) == 0;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

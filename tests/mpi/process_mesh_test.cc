@@ -181,6 +181,10 @@ TEST(ProcessMeshDeath, EverySurvivorHearsWhoDiedAndWhy) {
     std::printf("ordo-mesh-test FAIL: process %d was not stopped by SIGTERM\n", world().rank());
     std::fflush(stdout);
   }
+  // mpirun stops every process once one exits without MPI_Finalize: the
+  // other survivors get time to hear the death and say so first (each hears
+  // within 5 s of the barrier, or fails above).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   _exit(0);  // without MPI_Finalize: a peer is dead
 }
 
