@@ -4,6 +4,7 @@
 // gradients meeting at one tensor are added in the order they arrive.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autograd/engine.h"
 #include "autograd/rules.h"
@@ -20,13 +21,13 @@ Tensor plus(const Tensor& sum, const Tensor& g) { return sum.defined() ? sum + g
 // The records the outputs depend on, latest first.
 std::vector<std::shared_ptr<const GradRecord>> reachable(std::span<const Tensor> outputs) {
   std::vector<std::shared_ptr<const GradRecord>> found;
-  std::unordered_map<const GradRecord*, bool> seen;
+  std::unordered_set<const GradRecord*> seen;
   std::vector<const Tensor*> stack;
   for (const Tensor& t : outputs) stack.push_back(&t);
   while (!stack.empty()) {
     const lazy::AutogradState* state = stack.back()->impl()->autograd.get();
     stack.pop_back();
-    if (!state || !state->record || !seen.emplace(state->record.get(), true).second) continue;
+    if (!state || !state->record || !seen.insert(state->record.get()).second) continue;
     found.push_back(state->record);
     for (const Tensor& input : state->record->inputs) stack.push_back(&input);
   }
