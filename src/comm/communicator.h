@@ -3,6 +3,8 @@
 // conformance tests; the in-process backend is the reference.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -15,6 +17,20 @@
 
 namespace ordo::comm {
 
+// When a participant met its peers, as the backend saw it (steady clock,
+// ns since its epoch): the wait is all_arrived_ns - arrived_ns, the data
+// movement what follows. Filled only by a collective that succeeds.
+struct CollectiveTiming {
+  int64_t arrived_ns = 0;      // this device reached the collective
+  int64_t all_arrived_ns = 0;  // the last member of its group did
+  int last_device = -1;        // that member's global ordinal (this device, if it came last)
+};
+
+inline int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // One participant's part in a collective.
 struct CollectiveCall {
   ir::OpKind op;
@@ -22,6 +38,7 @@ struct CollectiveCall {
   int device;                                       // global ordinal
   std::span<const device::Buffer* const> inputs;    // the data inputs (no token)
   std::span<const device::Buffer* const> outputs;   // allocated; the collective writes them
+  CollectiveTiming* timing = nullptr;               // filled when not null
 };
 
 // One participant's part in a host-side exchange (a rendezvous): called

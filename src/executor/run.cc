@@ -1,5 +1,6 @@
 #include "executor/run.h"
 
+#include <algorithm>
 #include <new>
 
 #include "comm/communicator.h"
@@ -33,16 +34,21 @@ metrics::Counter collective_counter(ir::OpKind op) {
   }
 }
 
-// A collective step, counted and timed (its wait for the peers included).
+// A collective step, counted and timed: the whole of it, and its wait for
+// the peers, with who came last.
 void run_collective_step(const PlanStep& step, std::span<const device::Buffer* const> inputs,
                          std::span<std::shared_ptr<const device::Buffer>> outputs, device::Device& device) {
   const int index = device.index();
+  comm::CollectiveTiming timing;
   {
     metrics::ScopedTimer timer(metrics::Metric::kCollectiveTime, index);
     step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
-                 &*step.collective});
+                 &*step.collective, &timing});
   }
   metrics::add(collective_counter(step.op), index);
+  metrics::record(metrics::Metric::kCollectiveWaitTime, index,
+                  static_cast<double>(std::max<int64_t>(0, timing.all_arrived_ns - timing.arrived_ns)));
+  if (timing.last_device == device.ordinal()) metrics::add(metrics::Counter::kCollectiveLastArrival, index);
   double bytes = 0;
   for (const ir::ValueType& type : step.output_types) {
     if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));

@@ -27,7 +27,7 @@ void run_collective(const KernelArgs& args) {
   }
   for (size_t i = 0; i < data_outputs; ++i) outputs[i] = &make_output(args, i);
   args.outputs[data_outputs] = token_buffer();
-  args.communicator.run({kOp, attrs, args.device, args.inputs.first(data_inputs), outputs});
+  args.communicator.run({kOp, attrs, args.device, args.inputs.first(data_inputs), outputs, args.timing});
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 namespace ordo::comm {
 class Communicator;
+struct CollectiveTiming;
 }
 
 namespace ordo::kernels {
@@ -30,6 +31,8 @@ struct KernelArgs {
   // A collective's attrs, decoded once when the plan was compiled (null for
   // other ops).
   const ir::CollectiveAttrs* collective = nullptr;
+  // Where a collective kernel's communicator says when the peers met.
+  comm::CollectiveTiming* timing = nullptr;
 };
 
 using KernelFn = void (*)(const KernelArgs&);

@@ -102,6 +102,7 @@ struct alignas(64) Seat {
   // other to finish, so the call is still alive.
   const CollectiveCall* call = nullptr;
   Fingerprint fingerprint;
+  int64_t arrived_ns = 0;  // steady clock: when the member reached the collective
   StagingArea staged;  // a copy of the inputs, for a small all_reduce
 };
 

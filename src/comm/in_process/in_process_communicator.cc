@@ -13,8 +13,9 @@ namespace {
 
 // Fills p's seat and returns whether its inputs were staged (a small
 // all_reduce). Members whose fingerprints match decide alike.
-bool take_seat(const Participant& p) {
+bool take_seat(const Participant& p, int64_t arrived_ns) {
   Seat& seat = p.slot.seats[p.rank];
+  seat.arrived_ns = arrived_ns;
   // Written only when it changes, like the fingerprint: the kernel's call
   // is usually at the same address every time.
   if (seat.call != &p.call) seat.call = &p.call;
@@ -76,6 +77,17 @@ std::span<const std::byte* const> staged_of(const Participant& p) {
   return staged;
 }
 
+// Once every member arrived: when the last one did, and who it was (the
+// lowest rank among equal times, so that every member names the same).
+void record_timing(const Participant& p, int64_t arrived_ns) {
+  const std::vector<Seat>& seats = p.slot.seats;
+  size_t last = 0;
+  for (size_t q = 1; q < seats.size(); ++q) {
+    if (seats[q].arrived_ns > seats[last].arrived_ns) last = q;
+  }
+  *p.call.timing = {arrived_ns, seats[last].arrived_ns, p.channel.group()[last]};
+}
+
 }  // namespace
 
 InProcessCommunicator::InProcessCommunicator(int world_size)
@@ -124,6 +136,7 @@ InProcessCommunicator::Route InProcessCommunicator::route_for(const ir::Collecti
 }
 
 void InProcessCommunicator::run(const CollectiveCall& call) {
+  const int64_t arrived_ns = steady_now_ns();
   const Route route = route_for(call.attrs, call.device);
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
@@ -139,12 +152,12 @@ void InProcessCommunicator::run(const CollectiveCall& call) {
   bool staged = false;
   std::optional<uint64_t> arrived;
   if (sequence - Channel::kSlots <= member.done_through) {
-    staged = take_seat(me);
+    staged = take_seat(me, arrived_ns);
     arrived = channel.arrive(slot, sequence, member.done_through);
   }
   if (!arrived) {
     if (std::optional<device::Failure> failure = wait_until_open(me)) failure->raise();
-    staged = take_seat(me);
+    staged = take_seat(me, arrived_ns);
     arrived = channel.arrive(slot);
   }
   const uint64_t state = *arrived;
@@ -153,6 +166,7 @@ void InProcessCommunicator::run(const CollectiveCall& call) {
   // Everyone arrived here, so everyone is done with every earlier collective.
   member.done_through = sequence - 1;
   check_same_op(me, done);
+  if (call.timing != nullptr) record_timing(me, arrived_ns);
   if (staged) {
     all_reduce_staged(call, staged_of(me));
     // Collective #sequence + 1 probably stages as much; every member is done
