@@ -13,6 +13,7 @@
 namespace ordo {
 namespace {
 
+using testing::error_of;
 using testing::run_on_devices;
 using Values = std::vector<float>;
 
@@ -42,18 +43,6 @@ constexpr int kNextLine = __LINE__ + 1;
 Tensor next_reduce_here(const Tensor& x) { return all_reduce(ReduceType::kSum, x); }
 
 std::string at_line(int line) { return str_cat("ir_debug_test.cc:", line); }
-
-template <typename E, typename T>
-std::string error_of(const testing::DeviceOutcome<T>& outcome) {
-  try {
-    outcome.get();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("wrong exception: ") + e.what();
-  }
-  return "no exception";
-}
 
 TEST_F(CollectiveIrDebugTest, MismatchNamesTheLineOfEachDevicesCollective) {
   auto outcomes = run_on_devices<int>(4, [](int d) {

@@ -99,7 +99,7 @@ def test_without_ir_debug_a_mismatch_names_no_lines():
     outcomes = run_case("mismatch", ir_debug=False)
     for kind, message in outcomes:
         assert kind == "CollectiveMismatchError", message
-        assert " at " not in message and FILE not in message
+        assert "float32[4] at " not in message and FILE not in message
 
 
 def test_an_extra_all_reduce_from_another_line_is_a_mismatch_on_every_device():
