@@ -51,7 +51,9 @@ const SourceLocation* intern_source_location(std::string_view file, int line) {
   std::lock_guard<std::mutex> lock(table.mu);
   auto& lines = table.by_file[std::string(file)];
   auto [it, added] = lines.try_emplace(line, nullptr);
-  if (added) it->second = &table.locations.emplace_back(SourceLocation{std::string(file), line, stable_hash(file, line)});
+  if (added) {
+    it->second = &table.locations.emplace_back(SourceLocation{std::string(file), line, stable_hash(file, line)});
+  }
   return it->second;
 }
 
