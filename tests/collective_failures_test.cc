@@ -11,6 +11,7 @@
 namespace ordo {
 namespace {
 
+using testing::error_of;
 using testing::run_on_devices;
 
 class CollectiveFailuresTest : public testing::FourDeviceTest {
@@ -20,18 +21,6 @@ class CollectiveFailuresTest : public testing::FourDeviceTest {
     testing::FourDeviceTest::TearDown();
   }
 };
-
-template <typename E, typename T>
-std::string error_of(const testing::DeviceOutcome<T>& outcome) {
-  try {
-    outcome.get();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("wrong exception: ") + e.what();
-  }
-  return "no exception";
-}
 
 TEST_F(CollectiveFailuresTest, MismatchFailsEveryParticipantNamingDevicesAndOps) {
   set_collective_timeouts({5.0, 30.0});

@@ -18,6 +18,7 @@ namespace ordo {
 namespace {
 
 using testing::DeviceOutcome;
+using testing::error_of;
 using testing::run_on_devices;
 using Clock = std::chrono::steady_clock;
 using Values = std::vector<float>;
@@ -45,19 +46,6 @@ const ReplicaGroups kSingletons{{0}, {1}, {2}, {3}};
 
 Values all_reduce_of_ones(const ReplicaGroups& groups) {
   return all_reduce(ReduceType::kSum, ones({2}), 1.0, groups).to_vector<float>();
-}
-
-// The message of the error of class E that a device raised, or what it did instead.
-template <typename E>
-std::string error_message(const DeviceOutcome<Values>& outcome) {
-  try {
-    outcome.get();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("another error: ") + e.what();
-  }
-  return "no error";
 }
 
 // Runs fn on the 4 devices and checks that it took less than the timeout:
@@ -95,7 +83,7 @@ TEST_F(CollectiveGroupMismatchTest, DevicesWhosePeerTookAnotherPartitionRaiseAMi
   // Device 2 waits for device 0 in group [0, 2] and finds it at the same
   // collective in group [0, 1] of the other partition; device 3 likewise.
   for (auto [d, peer, group] : {std::tuple{2, 0, "[0, 2]"}, std::tuple{3, 1, "[1, 3]"}}) {
-    const std::string message = error_message<CollectiveMismatchError>(outcomes[d]);
+    const std::string message = error_of<CollectiveMismatchError>(outcomes[d]);
     EXPECT_HAS(message, str_cat("collective mismatch at collective #0 of devices ", d, " and ", peer, ": device ",
                                 d, " runs all_reduce(sum, scale 1, groups [[0, 2], [1, 3]]) of float32[2] #0 on group ",
                                 group, ", but device ", peer, " runs all_reduce #0 on group [0, 1]"));
@@ -124,7 +112,7 @@ TEST_P(CollectiveGroupMismatchAfterPeersRanOn, IsStillAMismatch) {
   });
   for (int d : {0, 1}) EXPECT_EQ(outcomes[d].get(), (Values{2, 2})) << d;
   for (int d : {2, 3}) {
-    const std::string message = error_message<CollectiveMismatchError>(outcomes[d]);
+    const std::string message = error_of<CollectiveMismatchError>(outcomes[d]);
     EXPECT_HAS(message, "replica groups [[0, 2], [1, 3]] against [[0, 1], [2, 3]]");
     if (collectives <= 16) {
       EXPECT_HAS(message, "runs all_reduce #0 on group [0, 1]");
@@ -143,10 +131,10 @@ TEST_F(CollectiveGroupMismatchTest, AGroupInAnotherRankOrderIsAnotherPartition) 
   auto outcomes = run_promptly([](int d) { return all_reduce_of_ones(d == 0 ? kPairs : kReversedFirst); });
   // Device 0 waits in [0, 1] for device 1, which waits in [1, 0] for device
   // 0: each finds the other at its collective #0 on another partition.
-  const std::string zero = error_message<CollectiveMismatchError>(outcomes[0]);
+  const std::string zero = error_of<CollectiveMismatchError>(outcomes[0]);
   EXPECT_HAS(zero, "device 1 runs all_reduce #0 on group [1, 0]");
   EXPECT_HAS(zero, "replica groups [[0, 1], [2, 3]] against [[1, 0], [2, 3]]");
-  const std::string one = error_message<CollectiveMismatchError>(outcomes[1]);
+  const std::string one = error_of<CollectiveMismatchError>(outcomes[1]);
   EXPECT_HAS(one, "device 0 runs all_reduce #0 on group [0, 1]");
   EXPECT_HAS(one, "replica groups [[1, 0], [2, 3]] against [[0, 1], [2, 3]]");
   for (const std::string& message : {zero, one}) EXPECT_EQ(message.find("never arrived"), std::string::npos);
@@ -158,21 +146,21 @@ TEST_F(CollectiveGroupMismatchTest, PartitionsThatDifferInsideAGroupAreAMismatch
   // Devices 2 and 3 meet in [2, 3] with different partitions; so do 0 and 1.
   auto outcomes = run_promptly([](int d) { return all_reduce_of_ones(d % 2 == 0 ? kPairs : kReversedFirst); });
   for (int d : {2, 3}) {
-    const std::string message = error_message<CollectiveMismatchError>(outcomes[d]);
+    const std::string message = error_of<CollectiveMismatchError>(outcomes[d]);
     EXPECT_HAS(message, "collective mismatch at #0 on group [2, 3]: device 2 runs all_reduce(sum, scale 1, "
                         "groups [[0, 1], [2, 3]]) of float32[2] but device 3 runs all_reduce(sum, scale 1, "
                         "groups [[1, 0], [2, 3]]) of float32[2]");
   }
   for (int d : {0, 1}) {
-    EXPECT_HAS(error_message<CollectiveMismatchError>(outcomes[d]), "replica groups");
+    EXPECT_HAS(error_of<CollectiveMismatchError>(outcomes[d]), "replica groups");
   }
 }
 
 TEST_F(CollectiveGroupMismatchTest, NoGroupsAgainstGroupsNamesTheWorldAsAPartition) {
   auto outcomes = run_promptly([](int d) { return all_reduce_of_ones(d == 0 ? ReplicaGroups{} : kPairs); });
-  EXPECT_HAS(error_message<CollectiveMismatchError>(outcomes[0]),
+  EXPECT_HAS(error_of<CollectiveMismatchError>(outcomes[0]),
              "replica groups [[0, 1, 2, 3]] against [[0, 1], [2, 3]]");
-  EXPECT_HAS(error_message<CollectiveMismatchError>(outcomes[1]),
+  EXPECT_HAS(error_of<CollectiveMismatchError>(outcomes[1]),
              "replica groups [[0, 1], [2, 3]] against [[0, 1, 2, 3]]");
   for (int d : {2, 3}) EXPECT_EQ(outcomes[d].get(), (Values{2, 2})) << d;
 }
@@ -280,12 +268,12 @@ TEST_F(CollectiveGroupMismatchTest, ATimeoutSaysTheMissingDeviceWaitsInAnotherGr
       throw;
     }
   });
-  const std::string message = error_message<CollectiveTimeoutError>(outcomes[0]);
+  const std::string message = error_of<CollectiveTimeoutError>(outcomes[0]);
   EXPECT_HAS(message, "device 0 waited 2 s in all_reduce(sum, scale 1, groups [[0, 1], [2], [3]]) of float32[2] "
                       "#0 on group [0, 1] (its collective #1); missing devices: 1 (is waiting in all_reduce #0 on "
                       "group [1, 2], its collective #0)");
   EXPECT_EQ(message.find("never arrived"), std::string::npos) << message;
-  EXPECT_HAS(error_message<CollectiveError>(outcomes[1]), "device 0 waited 2 s");
+  EXPECT_HAS(error_of<CollectiveError>(outcomes[1]), "device 0 waited 2 s");
   for (int d : {2, 3}) EXPECT_EQ(outcomes[d].get(), (Values{1, 1})) << d;
 }
 
@@ -303,9 +291,9 @@ TEST_F(CollectiveGroupMismatchTest, ATimeoutSaysSinceWhichCollectiveTheMissingDe
       throw;
     }
   });
-  EXPECT_HAS(error_message<CollectiveTimeoutError>(outcomes[0]),
+  EXPECT_HAS(error_of<CollectiveTimeoutError>(outcomes[0]),
              "missing devices: 1 (has not reached a collective since its collective #0 (all_reduce #0 on group [1]))");
-  EXPECT_HAS(error_message<CollectiveError>(outcomes[1]), "device 0 waited 0.5 s");
+  EXPECT_HAS(error_of<CollectiveError>(outcomes[1]), "device 0 waited 0.5 s");
   for (int d : {2, 3}) EXPECT_EQ(outcomes[d].get(), (Values{1, 1})) << d;
 }
 
@@ -316,7 +304,7 @@ TEST_F(CollectiveGroupMismatchTest, APeerGoneAfterACollectiveIsNamedWithIt) {
     return all_reduce_of_ones({});
   });
   for (int d = 0; d < 3; ++d) {
-    EXPECT_HAS(error_message<CollectiveError>(outcomes[d]),
+    EXPECT_HAS(error_of<CollectiveError>(outcomes[d]),
                "cannot complete: device 3 is gone (its thread raised: user code failed), after its collective #0 "
                "(all_reduce #0 on group [3])");
   }

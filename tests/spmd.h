@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ordo/ordo.h"
@@ -39,6 +40,20 @@ std::vector<DeviceOutcome<T>> run_on_devices(int devices, const std::function<T(
   const std::vector<api::SpawnedOutcome> ended = spawned.finish();
   for (int d = 0; d < devices; ++d) outcomes[d].error = ended[d].error;
   return outcomes;
+}
+
+// The message of the error of class E that a device raised, or what it did
+// instead ("wrong exception: ...", "no exception").
+template <typename E, typename T>
+std::string error_of(const DeviceOutcome<T>& outcome) {
+  try {
+    outcome.get();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("wrong exception: ") + e.what();
+  }
+  return "no exception";
 }
 
 }  // namespace ordo::testing

@@ -48,7 +48,7 @@ void drop_pending_graph(int device) {
     const ir::PostOrder walk = ir::post_order(roots);
     for (const ir::Node* node : walk.nodes) {
       if (ir::op_group(node->op()) == ir::OpGroup::kCollective) {
-        collectives.push_back({node->op(), ir::decode_collective(node->attrs())});
+        collectives.push_back({node->op(), ir::decode_collective(*node)});
       }
     }
   }

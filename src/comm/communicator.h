@@ -102,7 +102,8 @@ class Communicator {
 };
 
 // For messages: "all_reduce(sum, scale 0.5, groups [[0, 1], [2, 3]]) of
-// float32[4]", a group "[0, 1]", groups "[[0, 1], [2, 3]]".
+// float32[4]" (and " at train.py:42" when IR debug recorded where), a group
+// "[0, 1]", groups "[[0, 1], [2, 3]]".
 std::string describe(const CollectiveCall& call);
 std::string describe_group(const std::vector<int>& group);
 std::string describe_groups(const ReplicaGroups& groups);

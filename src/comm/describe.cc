@@ -54,6 +54,7 @@ std::string describe(const CollectiveCall& call) {
         << shape_to_string(call.inputs[i]->shape);
   }
   if (call.inputs.empty()) out << "nothing";
+  if (a.location != nullptr) out << " at " << a.location->to_string();
   return out.str();
 }
 

@@ -52,6 +52,9 @@ void Fingerprint::assign(const CollectiveCall& call) {
     push(static_cast<int64_t>(input->shape.size()));
     for (int64_t dim : input->shape) push(dim);
   }
+  // IR debug: the line that traced it, so that a device reaching this
+  // collective from another line than its peers is a mismatch.
+  if (a.location != nullptr) push(static_cast<int64_t>(a.location->hash));
   if (size_ != at) size_ = at;
 }
 

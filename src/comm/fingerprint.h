@@ -22,7 +22,7 @@ class Fingerprint {
  public:
   // Everything two calls must agree on: the op, its reduce type, scale,
   // dims, all replica groups and pairs, and the dtype and shape of every
-  // input. Reuses its memory: no allocation for common ops.
+  // input, and where it was traced when IR debug recorded it. Reuses its memory: no allocation for common ops.
   void assign(const CollectiveCall& call);
 
   bool operator==(const Fingerprint& other) const;

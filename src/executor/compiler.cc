@@ -136,7 +136,7 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
       step.kernel = kernels::kernel_for(first->op());
       step.attrs = first->attrs();
       if (ir::op_group(first->op()) == ir::OpGroup::kCollective) {
-        step.collective = ir::decode_collective(step.attrs);
+        step.collective = ir::decode_collective(*first);
       }
       step.output_types.assign(first->outputs().begin(), first->outputs().end());
       first_slot[unit.nodes.front()] = plan->num_slots;

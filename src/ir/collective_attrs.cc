@@ -55,6 +55,12 @@ CollectiveAttrs decode_collective(const Attrs& attrs) {
   return c;
 }
 
+CollectiveAttrs decode_collective(const Node& node) {
+  CollectiveAttrs c = decode_collective(node.attrs());
+  c.location = node.location();
+  return c;
+}
+
 ReplicaGroups canonical_partition(ReplicaGroups groups, int world_size) {
   std::sort(groups.begin(), groups.end(),
             [](const std::vector<int>& a, const std::vector<int>& b) { return a.front() < b.front(); });

@@ -22,6 +22,9 @@ struct CollectiveAttrs {
   ReplicaGroups groups;  // empty: one group of every device
   std::vector<std::pair<int, int>> pairs;
   bool token_operand = true;
+  // Where the user's code traced it (IR debug only, else null): the node's
+  // location, not encoded in Attrs; fingerprints and messages carry it.
+  const SourceLocation* location = nullptr;
 
   // The members of device's group in rank order (every device if no groups).
   std::vector<int> group_of(int device, int world_size) const;
@@ -37,5 +40,7 @@ ReplicaGroups canonical_partition(ReplicaGroups groups, int world_size);
 
 Attrs encode(const CollectiveAttrs& attrs);
 CollectiveAttrs decode_collective(const Attrs& attrs);
+// A collective node's attributes with its location.
+CollectiveAttrs decode_collective(const Node& node);
 
 }  // namespace ordo::ir

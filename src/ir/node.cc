@@ -16,13 +16,14 @@ uint64_t hash_type(uint64_t h, const ValueType& type) {
 }
 
 uint64_t hash_node(OpKind op, const ValueList& operands, const ValueTypes& outputs,
-                   const Attrs& attrs) {
+                   const Attrs& attrs, const SourceLocation* location) {
   uint64_t h = hash_mix(0x6F72646Full, static_cast<uint64_t>(op));
   for (const Value& v : operands) h = hash_mix(hash_mix(h, v.node->hash()), v.index);
   for (const ValueType& t : outputs) h = hash_type(h, t);
   h = hash_mix(h, attrs.ints.size());
   for (int64_t i : attrs.ints) h = hash_mix(h, static_cast<uint64_t>(i));
   for (double r : attrs.reals) h = hash_mix(h, std::bit_cast<uint64_t>(r));
+  if (location != nullptr) h = hash_mix(h, location->hash);
   return hash_mix(h, attrs.flag);
 }
 
@@ -43,14 +44,15 @@ std::string ValueType::to_string() const {
 const ValueType& Value::type() const { return node->output(index); }
 
 Node::Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
-           std::shared_ptr<device::DeviceData> data)
+           std::shared_ptr<device::DeviceData> data, const SourceLocation* location)
     : op_(op),
       device_(device),
       operands_(std::move(operands)),
       outputs_(std::move(outputs)),
       attrs_(std::move(attrs)),
       data_(std::move(data)),
-      hash_(hash_node(op_, operands_, outputs_, attrs_)) {}
+      location_(location),
+      hash_(hash_node(op_, operands_, outputs_, attrs_, location_)) {}
 
 Node::~Node() {
   if (t_dying_operands != nullptr) {
@@ -72,9 +74,10 @@ Node::~Node() {
   t_dying_operands = nullptr;
 }
 
-NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device) {
+NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
+                  const SourceLocation* location) {
   return std::allocate_shared<const Node>(SmallBlockAllocator<Node>{}, op, std::move(operands),
-                                          std::move(outputs), std::move(attrs), device, nullptr);
+                                          std::move(outputs), std::move(attrs), device, nullptr, location);
 }
 
 NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/source_location.h"
 #include "ir/ops.h"
 #include "ordo/dtype.h"
 
@@ -63,7 +64,7 @@ struct Attrs {
 class Node {
  public:
   Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
-       std::shared_ptr<device::DeviceData> data);
+       std::shared_ptr<device::DeviceData> data, const SourceLocation* location = nullptr);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -78,6 +79,10 @@ class Node {
   // The data of a DeviceData leaf (null for every other op). Leaves hash by
   // type only, so the same step over new data reuses its compiled plan.
   const std::shared_ptr<device::DeviceData>& data() const { return data_; }
+  // Where the user's code made it (IR debug only, else null). Part of the
+  // hash: a plan compiled for one line must not run for another, or its
+  // collectives would carry the first line.
+  const SourceLocation* location() const { return location_; }
 
   mutable uint64_t walk_id = 0;
   mutable int32_t walk_index = -1;
@@ -89,10 +94,13 @@ class Node {
   ValueTypes outputs_;
   Attrs attrs_;
   std::shared_ptr<device::DeviceData> data_;
+  const SourceLocation* location_;
   uint64_t hash_;
 };
 
-NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device);
+// location: where the user's code made it (IR debug), or null.
+NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
+                  const SourceLocation* location = nullptr);
 NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device);
 
 // Hash mixing shared by nodes and graphs.

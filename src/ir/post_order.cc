@@ -100,6 +100,7 @@ std::string dump(const PostOrder& graph) {
     if (outputs.size() != 1) out << "(";
     for (size_t i = 0; i < outputs.size(); ++i) out << (i ? ", " : "") << outputs[i].to_string();
     if (outputs.size() != 1) out << ")";
+    if (node->location() != nullptr) out << " at " << node->location()->to_string();
     out << "\n";
   }
   out << "  roots:";

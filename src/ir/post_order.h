@@ -35,7 +35,8 @@ PostOrder post_order(std::span<const Value> roots);
 // The same into graph, reusing its memory.
 void post_order(std::span<const Value> roots, PostOrder& graph);
 
-// One line per node: "%3 = mul(%1, %2) : float32[2, 2]", then the roots.
+// One line per node: "%3 = mul(%1, %2) : float32[2, 2]" (and " at train.py:42"
+// when IR debug recorded where), then the roots.
 std::string dump(const PostOrder& graph);
 
 }  // namespace ordo::ir

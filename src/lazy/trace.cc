@@ -89,6 +89,8 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
   std::optional<ir::Attrs> recorded_attrs;
   if (with_gradient) recorded_attrs = attrs;
   const int device = inputs.front()->impl()->device;
+  // Before the graph mutex: finding a Python caller's line runs Python.
+  const SourceLocation* where = user_location();
   GraphTable& table = graphs();
   DeviceGraph& graph = table.graph(device);
   ir::ValueList operands;
@@ -105,11 +107,11 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
   }
   if (chain_token) {
     if (!graph.cc_token.node) {
-      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, device), 0};
+      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, device, where), 0};
     }
     operands.push_back(graph.cc_token);
   }
-  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), device);
+  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), device, where);
   const size_t count = node->outputs().size();
   for (uint32_t i = 0; i < count; ++i) {
     // The last output takes this function's reference over: reference
@@ -142,7 +144,7 @@ Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs att
   GraphTable& table = graphs();
   DeviceGraph& graph = table.graph(device);
   auto impl = make_tensor_impl(output.dtype, output.shape, device, table.generation());
-  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device);
+  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device, user_location());
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
   graph.register_pending(*impl);
