@@ -16,6 +16,7 @@
 #include "ordo/collectives.h"
 #include "ordo/dtype.h"
 #include "ordo/error.h"
+#include "ordo/log.h"
 #include "ordo/metrics.h"
 #include "ordo/nn_ops.h"
 #include "ordo/runtime.h"
