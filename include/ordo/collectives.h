@@ -85,7 +85,7 @@ void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal = 0,
 // (interrupt_device, or the thread's own check), fails it with
 // CollectiveError. A device not among the replicas, or replicas that are
 // not distinct devices, raise InvalidArgument, and nothing is left behind.
-// on_warning takes the warning line instead of stderr.
+// on_warning takes the warning line instead of the log (ordo/log.h).
 //
 //   std::vector<std::string> all = ordo::rendezvous("step done", "loss 0.25");
 std::vector<std::string> rendezvous(std::string_view tag, std::string_view payload = {},

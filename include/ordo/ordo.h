@@ -17,6 +17,7 @@
 #include "ordo/dtype.h"
 #include "ordo/error.h"
 #include "ordo/ir_debug.h"
+#include "ordo/log.h"
 #include "ordo/metrics.h"
 #include "ordo/nn_ops.h"
 #include "ordo/runtime.h"

@@ -118,6 +118,19 @@ def set_collective_timeout(timeout_seconds, warn_seconds=None):
     _C.set_collective_timeouts(float(warn_seconds), float(timeout_seconds))
 
 
+def set_log_level(level):
+    """Which of ordo's messages (on stderr) are shown: 'error', 'warning' (the
+    default, or ORDO_LOG_LEVEL's), 'info' or 'debug', or 0-3."""
+    if isinstance(level, bool) or not isinstance(level, (str, int)):
+        raise TypeError(f"set_log_level: level must be a name or 0-3, not {type(level).__name__}")
+    _C._set_log_level(str(level))
+
+
+def log_level():
+    """The log level's name: 'error', 'warning', 'info' or 'debug'."""
+    return _C._log_level()
+
+
 def compile_cache_stats():
     return _C.compile_cache_stats()
 

@@ -3,6 +3,7 @@
 // compile cache and schedule that cuts use.
 #include "core/metrics.h"
 #include "executor/compile_cache.h"
+#include "executor/debug_analysis.h"
 #include "executor/graph_executor.h"
 #include "ir/collective_attrs.h"
 #include "ir/post_order.h"
@@ -15,6 +16,7 @@ namespace ordo {
 void mark_step(int device) {
   const int index = runtime::resolve_device(device);
   metrics::add(metrics::Counter::kMarkStep, index);
+  if (executor::debug_enabled()) executor::note_mark_step(index);
   executor::sync_device(index, true);
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/interrupt.h"
+#include "executor/debug_analysis.h"
 #include "executor/graph_executor.h"
 #include "lazy/graph_table.h"
 #include "core/metrics.h"
@@ -50,6 +51,9 @@ void Tensor::copy_to_host(void* dst, size_t nbytes) const {
   ORDO_ARG_CHECK(nbytes == expected, "copy_to_host: the tensor has ", expected, " bytes, the destination ",
                  nbytes);
   const std::shared_ptr<const device::Buffer> buffer = wait_for_value(*impl_);
+  if (executor::debug_enabled()) {
+    executor::note_transfer_from_device(device(), lazy::graphs().runtime().global_ordinal(device()));
+  }
   // Once the value is there: the wait for the graph is ExecuteTime's.
   metrics::ScopedTimer timer(metrics::Metric::kTransferFromDeviceTime, device());
   if (nbytes != 0) std::memcpy(dst, buffer->storage.get(), nbytes);

@@ -52,7 +52,7 @@ struct ExchangeCall {
   std::string_view payload;           // any bytes, of any length (empty too)
   // Takes the warning of a slow wait ("ordo: device 0 has waited 30 s in
   // rendezvous 'x'; missing devices: [3]"), called with no lock of the
-  // communicator held; empty: it goes to stderr.
+  // communicator held; empty: it goes to the log (core/log.h).
   std::function<void(const std::string& line)> warn = {};
 };
 

@@ -1,7 +1,8 @@
 #include "comm/deadlines.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "core/log.h"
 
 namespace ordo::comm {
 namespace {
@@ -30,11 +31,10 @@ bool Deadlines::warning_due() {
   return true;
 }
 
-std::string warning_line(const std::string& message) { return "ordo: " + message; }
+std::string warning_line(const std::string& message) { return logging::line_of(message); }
 
 void report_warning(const std::string& message) {
-  // One call, so that warnings of threads waiting at once do not interleave.
-  std::fprintf(stderr, "%s\n", warning_line(message).c_str());
+  logging::log(LogLevel::kWarning, message);
 }
 
 std::string slow_wait_warning(int device, double waited_seconds, const std::string& where,

@@ -48,9 +48,9 @@ class Deadlines {
   bool warned_ = false;
 };
 
-// Prints warning_line(message) on stderr: the one place a wait's warning
-// is printed, unless the waiter was handed a printer of its own (Python's
-// rendezvous prints on sys.stdout).
+// Logs message as a warning (core/log.h: "ordo: <message>" on stderr by
+// default): the one place a wait's warning is printed, unless the waiter
+// was handed a printer of its own (Python's rendezvous prints on sys.stdout).
 void report_warning(const std::string& message);
 // "ordo: <message>"
 std::string warning_line(const std::string& message);

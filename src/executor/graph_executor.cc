@@ -1,8 +1,11 @@
 #include "executor/graph_executor.h"
 
+#include "core/log.h"
 #include "core/metrics.h"
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
+#include "executor/debug_analysis.h"
+#include "executor/graph_dumps.h"
 #include "executor/run.h"
 #include "ir/post_order.h"
 #include "lazy/graph_table.h"
@@ -11,8 +14,22 @@
 namespace ordo::executor {
 namespace {
 
-std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
-                                                     const ScheduleOptions& options, int device) {
+// What people asked to see of a graph about to be compiled: a line at
+// level info, its dump (ORDO_SAVE_GRAPHS_FILE) and ORDO_DEBUG's analysis.
+// Before the compile, so that a graph that fails to compile is seen too,
+// and outside CompileTime.
+void show_compiled_graph(const ir::PostOrder& graph, int device, int global_ordinal) {
+  const int64_t step = metrics::counter_total(metrics::Counter::kMarkStep, device).value;
+  if (logging::enabled(LogLevel::kInfo)) {
+    logging::log(LogLevel::kInfo, str_cat("compiling ", compiled_graph_summary(graph, global_ordinal, step), " (",
+                                          graph.nodes.size(), " nodes)"));
+  }
+  if (std::optional<GraphDumpSettings> dumps = graph_dump_settings()) save_graph(graph, *dumps, global_ordinal, step);
+  if (debug_enabled()) note_compile(graph, device, global_ordinal);
+}
+
+std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph, const ScheduleOptions& options,
+                                                     int device, int global_ordinal) {
   CompileCache& cache = compile_cache();
   const uint64_t key = cache_key(graph.hash, options);
   std::shared_ptr<const ExecutionPlan> plan = cache.find(key);
@@ -21,6 +38,7 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
     return plan;
   }
   metrics::add(metrics::Counter::kUncachedCompile, device);
+  show_compiled_graph(graph, device, global_ordinal);
   metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device);
   plan = compile(graph, options);
   cache.insert(key, plan);
@@ -46,7 +64,7 @@ void sync_device(int ordinal, bool raise_failure) {
   // it is cleared before the nodes die below.
   thread_local ir::PostOrder walk;
   ir::post_order(roots, walk);
-  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule, ordinal);
+  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule, ordinal, rt.global_ordinal(ordinal));
 
   std::vector<std::shared_ptr<device::DeviceData>> parameters;
   parameters.reserve(walk.parameters.size());

@@ -1,8 +1,9 @@
 #include "python/waiting.h"
 
 #include <chrono>
-#include <cstdio>
 #include <thread>
+
+#include "core/log.h"
 
 namespace ordo::python {
 namespace {
@@ -39,7 +40,7 @@ void GilRelease::reacquire() {
 
 void print_on_python_stdout(const std::string& line) {
   if (interpreter_finalizing()) {
-    std::fprintf(stderr, "%s\n", line.c_str());
+    logging::log_line(LogLevel::kWarning, line);
     return;
   }
   // Not gil_scoped_acquire: as the interpreter finalizes, CPython would end
@@ -53,7 +54,7 @@ void print_on_python_stdout(const std::string& line) {
   } catch (py::error_already_set& error) {
     // A Ctrl-C while printing is the wait's: its next check raises it.
     if (error.matches(PyExc_KeyboardInterrupt)) PyErr_SetInterrupt();
-    std::fprintf(stderr, "%s\n", line.c_str());
+    logging::log_line(LogLevel::kWarning, line);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/log.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -48,9 +49,8 @@ void finalize_at_exit() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (!failure.empty()) {
-    std::fprintf(stderr, "ordo: %s exits without MPI_Finalize (it would wait for a failed peer): %s\n",
-                 g_exit_name.c_str(), failure.c_str());
-    std::fflush(stderr);
+    logging::log(LogLevel::kError, str_cat(g_exit_name, " exits without MPI_Finalize (it would wait for a failed peer): ",
+                                           failure));
     return;
   }
   MPI_Finalize();

@@ -19,6 +19,7 @@
 #include "comm/mpi/mesh_hooks.h"
 #include "comm/mpi/mesh_join.h"
 #include "comm/mpi/mesh_socket.h"
+#include "core/log.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -35,9 +36,9 @@ void call_handler(const std::function<void()>& call) {
   try {
     call();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ordo: a handler of the process mesh raised (ignored): %s\n", e.what());
+    logging::log(LogLevel::kWarning, str_cat("a handler of the process mesh raised (ignored): ", e.what()));
   } catch (...) {
-    std::fprintf(stderr, "ordo: a handler of the process mesh raised (ignored)\n");
+    logging::log(LogLevel::kWarning, "a handler of the process mesh raised (ignored)");
   }
 }
 

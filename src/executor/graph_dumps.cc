@@ -1,0 +1,74 @@
+#include "executor/graph_dumps.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "core/log.h"
+#include "ir/graph_dot.h"
+#include "ordo/error.h"
+
+namespace ordo::executor {
+namespace {
+
+// Says a complaint once per process for each distinct text (a bad value,
+// a file that failed), not at every compile. Locking: its own leaf mutex.
+void warn_once(const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!said.insert(message).second) return;
+  }
+  logging::log(LogLevel::kWarning, message);
+}
+
+GraphDumpFormat format_from_env() {
+  const char* text = std::getenv("ORDO_SAVE_GRAPHS_FMT");
+  if (text == nullptr || *text == '\0' || std::strcmp(text, "text") == 0) return GraphDumpFormat::kText;
+  if (std::strcmp(text, "dot") == 0) return GraphDumpFormat::kDot;
+  warn_once(str_cat("ORDO_SAVE_GRAPHS_FMT=", text, " is not a graph format (text or dot); saving text"));
+  return GraphDumpFormat::kText;
+}
+
+}  // namespace
+
+std::optional<GraphDumpSettings> graph_dump_settings() {
+  const char* path = std::getenv("ORDO_SAVE_GRAPHS_FILE");
+  if (path == nullptr || *path == '\0') return std::nullopt;
+  return GraphDumpSettings{path, format_from_env()};
+}
+
+std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordinal, int64_t step) {
+  std::ostringstream out;
+  out << "device " << global_ordinal << ", graph " << std::hex << graph.hash << std::dec << ", step " << step;
+  return out.str();
+}
+
+std::string graph_dump_entry(const ir::PostOrder& graph, GraphDumpFormat format, int global_ordinal, int64_t step) {
+  return str_cat(format == GraphDumpFormat::kDot ? "// " : "## ", "ordo graph: ",
+                 compiled_graph_summary(graph, global_ordinal, step), "\n",
+                 format == GraphDumpFormat::kDot ? ir::dump_dot(graph) : ir::dump(graph));
+}
+
+void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step) {
+  const std::string path = str_cat(settings.path, ".", global_ordinal);
+  const std::string entry = graph_dump_entry(graph, settings.format, global_ordinal, step);
+  // Opened per graph: compiles are rare, and no file stays open past a
+  // runtime. A device's graphs come one at a time (its graph mutex).
+  std::FILE* file = std::fopen(path.c_str(), "a");
+  int error = file == nullptr ? errno : 0;
+  if (file != nullptr) {
+    if (std::fwrite(entry.data(), 1, entry.size(), file) != entry.size()) error = errno != 0 ? errno : EIO;
+    if (std::fclose(file) != 0 && error == 0) error = errno;
+  }
+  if (error != 0) {
+    warn_once(str_cat("cannot save compiled graphs to ", path, " (ORDO_SAVE_GRAPHS_FILE): ", std::strerror(error)));
+  }
+}
+
+}  // namespace ordo::executor

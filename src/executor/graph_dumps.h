@@ -1,0 +1,46 @@
+// Saving every compiled graph, for people who want to see what ran:
+//
+//   ORDO_SAVE_GRAPHS_FILE=/tmp/g ORDO_SAVE_GRAPHS_FMT=dot python train.py
+//   # /tmp/g.0, /tmp/g.1, ...: one file per device (its global ordinal)
+//
+// Each uncached compile appends its graph (ir::dump's text, or a Graphviz
+// digraph: ir/graph_dot.h) under a header line naming the device, the
+// graph's hash and the device's MarkStep count. The compile cache is the
+// process's: a graph that a device of the process compiled first is a hit
+// for the others, and is in that device's file only. The environment is read at
+// every uncached compile (a compile costs far more), so a program may set
+// it before any step of any runtime. A bad format or a file that cannot be
+// written is a warning (once per value or file), never an error: the step
+// runs all the same.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/post_order.h"
+
+namespace ordo::executor {
+
+enum class GraphDumpFormat { kText, kDot };
+
+struct GraphDumpSettings {
+  std::string path;  // each device appends to path + "." + its global ordinal
+  GraphDumpFormat format = GraphDumpFormat::kText;
+};
+
+// From ORDO_SAVE_GRAPHS_FILE and ORDO_SAVE_GRAPHS_FMT (text or dot; text
+// if unset); nullopt when no file is asked for.
+std::optional<GraphDumpSettings> graph_dump_settings();
+
+// "device 1, graph 9f3c..., step 12": step is the device's MarkStep count.
+std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordinal, int64_t step);
+
+// "## ordo graph: <summary>" (text; "//" for dot:
+// DOT's comment) followed by the graph.
+std::string graph_dump_entry(const ir::PostOrder& graph, GraphDumpFormat format, int global_ordinal, int64_t step);
+
+// Appends the entry of graph to its device's file.
+void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step);
+
+}  // namespace ordo::executor
