@@ -18,7 +18,8 @@ TEST(MessageHeader, ReadsBackWhatWasWrittenWithThePayloadAfterIt) {
   const std::vector<int64_t> words = {3, 0, -1, int64_t{1} << 62, 7};
   const std::vector<int64_t> other = {9};
   const std::vector<MemberEntry> members = {{4, words, ""}, {5, other, "all_reduce(sum, scale 1) of float32[4]"}};
-  const MessageHeader header{MessageKind::kHeader, 41, 2, members, ErrorCode::kExecution, {}};
+  const MessageHeader header{MessageKind::kHeader, 41, 2, members, ErrorCode::kExecution, {}, 5,
+                             int64_t{1798000000} * 1000000000 + 7};
   std::string message = encode_message(header, 8);
   const DecodedMessage read = decode_message(message, "process 1");
   ASSERT_EQ(read.payload_offset % 64, 0u);
@@ -34,6 +35,8 @@ TEST(MessageHeader, ReadsBackWhatWasWrittenWithThePayloadAfterIt) {
   EXPECT_EQ(read.members[1].fingerprint, other);
   EXPECT_EQ(read.members[1].text, "all_reduce(sum, scale 1) of float32[4]");
   EXPECT_TRUE(read.failure.empty());
+  EXPECT_EQ(read.last_device, 5);
+  EXPECT_EQ(read.last_arrival_wall_ns, int64_t{1798000000} * 1000000000 + 7);
   EXPECT_EQ(message.substr(read.payload_offset), "payload!");
 }
 
@@ -80,8 +83,10 @@ TEST(MessageHeader, AMessageThatIsNoHeaderIsAnErrorNamingItsSender) {
   std::string many = message;
   many[24] = many[25] = many[26] = many[27] = '\xff';
   expect_malformed(many, "shorter than its header says");
+  // The first member's word count: after the 56 bytes of the fixed part
+  // and the member's device.
   std::string huge = message;
-  huge[44] = huge[45] = huge[46] = huge[47] = '\xff';
+  huge[60] = huge[61] = huge[62] = huge[63] = '\xff';
   expect_malformed(huge, "shorter than its header says");
 }
 
