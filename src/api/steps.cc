@@ -2,6 +2,7 @@
 // drop_pending_graph), waiting for its queue, showing its graph, and the
 // compile cache and schedule that cuts use.
 #include "core/metrics.h"
+#include "core/trace_events.h"
 #include "executor/compile_cache.h"
 #include "executor/graph_executor.h"
 #include "ir/collective_attrs.h"
@@ -15,6 +16,7 @@ namespace ordo {
 void mark_step(int device) {
   const int index = runtime::resolve_device(device);
   metrics::add(metrics::Counter::kMarkStep, index);
+  trace_events::ScopedCut traced(index, trace_events::on() ? runtime::get().global_ordinal(index) : -1);
   executor::sync_device(index, true);
 }
 

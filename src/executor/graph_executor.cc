@@ -1,6 +1,7 @@
 #include "executor/graph_executor.h"
 
 #include "core/metrics.h"
+#include "core/trace_events.h"
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
 #include "executor/run.h"
@@ -22,6 +23,9 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
   }
   metrics::add(metrics::Counter::kUncachedCompile, device);
   metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device);
+  trace_events::ScopedEvent traced("compile", "compile", device,
+                                   trace_events::on() ? runtime::get().global_ordinal(device) : -1,
+                                   trace_events::Lane::kHost, graph.hash);
   plan = compile(graph, options);
   cache.insert(key, plan);
   return plan;

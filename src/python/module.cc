@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, m) {
   ordo::python::bind_spawn(m);
   ordo::python::bind_autograd(m);
   ordo::python::bind_metrics(m);
+  ordo::python::bind_trace(m);
 }
