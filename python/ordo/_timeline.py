@@ -16,7 +16,6 @@ COLOURS = {
     "collective": "#b279a2",
     "wait": "#e45756",
 }
-HOST_LANE_TID = 1000000  # core/trace_json.h's kHostLaneTid
 
 
 def _rows(events):
@@ -36,15 +35,21 @@ def _rows(events):
     return sorted(names, key=lambda k: (k[0], order.get(k, k[1]), k[1])), names
 
 
-def _last_arrivals(events):
-    """{global ordinal: (collectives it came last to, collectives with a known last device)}."""
-    last, total = {}, 0
-    for e in events:
-        if e.get("ph") == "X" and e.get("cat") == "collective" and "last_device" in e.get("args", {}):
-            total += 1
-            device = e["args"]["last_device"]
-            last[device] = last.get(device, 0) + 1
-    return last, total
+# Nested events are drawn thinner, over what encloses them.
+HEIGHTS = {"collective": 0.6, "wait": 0.4}
+
+
+def _arrivals(spans):
+    """{(pid, tid): [collectives of the row its device came last to, collectives with a known last device,
+    microseconds waited]}."""
+    rows = {}
+    for e in spans:
+        if e.get("cat") == "collective" and "last_device" in e.get("args", {}):
+            row = rows.setdefault((e["pid"], e["tid"]), [0, 0, 0.0])
+            row[0] += e["args"]["last_device"] == e["tid"]
+            row[1] += 1
+            row[2] += e["args"]["wait_us"]
+    return rows
 
 
 def plot_timeline(trace_path, png_path, title=None):
@@ -62,17 +67,13 @@ def plot_timeline(trace_path, png_path, title=None):
     figure = Figure(figsize=(12, 0.5 * len(rows) + 1.5))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
-    # Enclosing events first, so a wait is drawn over its collective.
-    for e in sorted(spans, key=lambda e: e["cat"] == "wait"):
-        row = index[(e["pid"], e["tid"])]
-        height = 0.5 if e["cat"] == "wait" else 0.8
-        axes.broken_barh([(e["ts"], max(e["dur"], end * 1e-4))], (row - height / 2, height),
+    for e in sorted(spans, key=lambda e: -HEIGHTS.get(e["cat"], 0.8)):
+        height = HEIGHTS.get(e["cat"], 0.8)
+        axes.broken_barh([(e["ts"], max(e["dur"], end * 1e-4))], (index[(e["pid"], e["tid"])] - height / 2, height),
                          facecolors=COLOURS.get(e["cat"], "#999999"), linewidth=0)
-    last, total = _last_arrivals(events)
-    for key in rows:
-        if key[1] < HOST_LANE_TID and total:
-            axes.text(1.005, 1 - (index[key] + 0.5) / len(rows), f"last at {last.get(key[1], 0)}/{total}",
-                      transform=axes.transAxes, fontsize=8, va="center")
+    for key, (last, total, waited) in _arrivals(spans).items():
+        axes.text(1.005, 1 - (index[key] + 0.5) / len(rows), f"last at {last}/{total}\nwaited {waited / 1e3:.1f} ms",
+                  transform=axes.transAxes, fontsize=8, va="center")
     axes.set_yticks(range(len(rows)))
     axes.set_yticklabels([names[key] for key in rows])
     axes.set_ylim(len(rows) - 0.5, -0.5)
