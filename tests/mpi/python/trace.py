@@ -22,7 +22,7 @@ def main(path):
     ordo.start_trace(path)
     ordo.spawn(traced_steps, (late,))
     ordo.stop_trace()
-    if ordo.get_ordinal(0) != 0:
+    if ordo.get_ordinal() != 0:  # the main thread is on its first device
         return 0  # process 0 writes the file
     trace = json.loads(Path(path).read_text())
     rows = check_event_format(trace)
