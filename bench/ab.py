@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """A/B runs of ordo's benchmarks: two builds, alternated run by run, each
 figure's median for each, and their ratio. Usage:
-  bench/ab.py BASE_BUILD_DIR HEAD_BUILD_DIR [--runs N]
+  bench/ab.py BASE_BUILD_DIR HEAD_BUILD_DIR [--runs N] [--target RATIO --on REGEX]
 The builds are directories holding ordo_bench_core and ordo_bench_allreduce
 (scripts/bench-ab.sh makes them). Only ordo's own figures are compared: the
-MPI reference of scripts/bench-allreduce.sh is the same for both builds."""
+MPI reference of scripts/bench-allreduce.sh is the same for both builds.
+With --target, the figures whose names match --on are held to it: a time's
+ratio at most RATIO (a rate's at least 1 / RATIO), said in a last column."""
 import argparse
 import re
 import statistics
@@ -62,6 +64,8 @@ def main():
     parser.add_argument("base")
     parser.add_argument("head")
     parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--target", type=float, help="the largest head / base ratio of a time allowed")
+    parser.add_argument("--on", default=".", help="the figures --target applies to (a regular expression)")
     args = parser.parse_args()
     samples = {"base": {}, "head": {}}
     benches = [(["ordo_bench_core"], core_figures),
@@ -87,8 +91,13 @@ def main():
         if not head:
             continue
         ratio = statistics.median(head) / statistics.median(base)
+        verdict = ""
+        if args.target and re.search(args.on, name):
+            higher_is_better = samples["base"][name][0][1]
+            met = ratio >= 1 / args.target if higher_is_better else ratio <= args.target
+            verdict = f"   target {args.target:.2f}: {'met' if met else 'MISSED'}"
         print(f"{name:58s} {statistics.median(base):10.2f} {statistics.median(head):10.2f} {ratio:7.3f}"
-              f"   {min(head):.2f}-{max(head):.2f}")
+              f"   {min(head):.2f}-{max(head):.2f}{verdict}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,20 @@
 # the first parent of HEAD) against the working tree, alternated run by run,
 # with each figure's median and their ratio. Usage:
 #   scripts/bench-ab.sh [BASE [RUNS]]
+#   scripts/bench-ab.sh --metrics-off [RUNS]   # this tree without metrics against it with them
 # Pass the same commit twice (BASE=HEAD) to see the machine's noise: an A/A run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--metrics-off" ]; then
+  # The cost of the metrics (issue 16): this tree built without them as the
+  # base, with them as the head; tracing and cache hits within 3%.
+  runs="${2:-8}"
+  scripts/build.sh
+  cmake -S . -B build/ab-metrics-off -G Ninja -DORDO_METRICS=OFF -DORDO_BUILD_TESTS=OFF -DORDO_BUILD_PYTHON=OFF >/dev/null
+  cmake --build build/ab-metrics-off --target ordo_bench_core ordo_bench_allreduce >/dev/null
+  echo "base: $(git rev-parse --short HEAD) without metrics; head: the same with them"
+  exec /usr/bin/python3 bench/ab.py build/ab-metrics-off build --runs "$runs" --target 1.03 --on "tracing|cache hit"
+fi
 base_rev="${1:-HEAD^}"
 runs="${2:-8}"
 scripts/build.sh

@@ -141,14 +141,18 @@ struct DevicePart {
 // own, as the devices' workers would, and returns each device's error
 // message ("" when it succeeded; parts and the outcome are indexed by
 // global ordinal). attrs[d] is device d's attributes; a device whose
-// skip(d) holds does not take part.
+// skip(d) holds does not take part; before(d), if given, runs on device d's
+// thread just before it calls the communicator.
 struct Outcome {
   std::vector<std::string> errors;        // by device; "" = success
   std::vector<ErrorCode> codes;           // by device, for the failed ones
+  std::vector<comm::CollectiveTiming> timings;  // by device, for the ones that succeeded
 };
 inline Outcome run_collective(Session& session, ir::OpKind op, const std::vector<ir::CollectiveAttrs>& attrs,
-                              std::vector<DevicePart>& parts, const std::function<bool(int)>& skip = {}) {
-  Outcome outcome{std::vector<std::string>(parts.size()), std::vector<ErrorCode>(parts.size())};
+                              std::vector<DevicePart>& parts, const std::function<bool(int)>& skip = {},
+                              const std::function<void(int)>& before = {}) {
+  Outcome outcome{std::vector<std::string>(parts.size()), std::vector<ErrorCode>(parts.size()),
+                  std::vector<comm::CollectiveTiming>(parts.size())};
   std::vector<std::thread> threads;
   for (const int d : session.devices) {
     if (skip && skip(d)) continue;
@@ -156,8 +160,9 @@ inline Outcome run_collective(Session& session, ir::OpKind op, const std::vector
       std::vector<const device::Buffer*> inputs, outputs;
       for (const auto& b : parts[d].inputs) inputs.push_back(b.get());
       for (const auto& b : parts[d].outputs) outputs.push_back(b.get());
+      if (before) before(d);
       try {
-        session.comm->run({op, attrs[d], d, inputs, outputs});
+        session.comm->run({op, attrs[d], d, inputs, outputs, &outcome.timings[d]});
       } catch (const Error& e) {
         outcome.errors[d] = e.what();
         outcome.codes[d] = e.code();

@@ -9,8 +9,11 @@
 // Counters: MarkStep, CachedCompile, UncachedCompile, CreateTensor,
 // DestroyTensor, and per collective kind its count (AllReduce, AllGather,
 // ...). Metrics: CompileTime, ExecuteTime, TransferToDeviceTime,
-// TransferFromDeviceTime, CollectiveTime (ns), CollectiveBytes (what each
-// collective's outputs hold on the device).
+// TransferFromDeviceTime, CollectiveTime (ns), CollectiveWaitTime (ns from
+// the device's arrival at a collective to its group's last arrival),
+// CollectiveBytes (what each collective's outputs hold on the device);
+// counter CollectiveLastArrival: the collectives whose peers waited for
+// this device.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +47,14 @@ std::optional<MetricData> metric_data(std::string_view name, int device = -1);
 //     Percentiles: 1%=001ms002.000us; 5%=...; 99%=...
 //   Counter: MarkStep
 //     Value: 4
+// With device -1 also who the peers waited for: CollectiveLastArrival.deviceN
+// counts the collectives whose last arrival was device N (global ordinal).
 std::string metrics_report(int device = -1);
+// Every process's report, each under a line "Process 1 (devices 2..3, pid
+// 4242):", in process order, on every process. Every process of the job
+// calls it (a rendezvous of their first devices, from any one thread);
+// in one process it is that process's report under its line.
+std::string metrics_report_of_every_process();
 
 void clear_counters();
 void clear_metrics();

@@ -16,8 +16,16 @@ def _device(device):
     return -1 if device is None else _ordinal(device)
 
 
-def metrics_report(device=None):
-    """Every metric with samples and every non-zero counter of the devices, as torch_xla prints them."""
+def metrics_report(device=None, all_processes=False):
+    """Every metric with samples and every non-zero counter of the devices, as torch_xla prints them.
+
+    all_processes=True: every process's report (each under a line "Process 1 (devices 2..3, pid 4242):"),
+    gathered from every process of an MPI job; every process calls it (say, once training is done), and
+    device must be None."""
+    if all_processes:
+        if device is not None:
+            raise ValueError("metrics_report(all_processes=True) reports every device: pass no device")
+        return _C.metrics_report_of_every_process()
     return _C.metrics_report(_device(device))
 
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <unistd.h>
+
 #include "core/metrics.h"
 #include "ordo/metrics.h"
 #include "ordo/runtime.h"
@@ -131,6 +133,7 @@ std::optional<MetricData> metric_data(std::string_view name, int device) {
 
 std::string metrics_report(int device) {
   checked_device(device);
+  const runtime::Runtime& rt = runtime::get();
   std::string out;
   for (int i = 0; i < metrics::kMetricCount; ++i) {
     const auto metric = static_cast<metrics::Metric>(i);
@@ -142,8 +145,35 @@ std::string metrics_report(int device) {
     const int64_t value = metrics::counter_total(counter, device).value;
     if (value != 0) append_counter(out, metrics::name(counter), value);
   }
+  // Who the peers waited for, device by device (global ordinals).
+  for (int index = 0; device < 0 && index < rt.topology().local_devices(); ++index) {
+    if (const int64_t value = metrics::counter_total(metrics::Counter::kCollectiveLastArrival, index).value) {
+      append_counter(out, str_cat(metrics::name(metrics::Counter::kCollectiveLastArrival), ".device",
+                                  rt.global_ordinal(index)),
+                     value);
+    }
+  }
   if (const int64_t entries = compile_cache_stats().entries; entries != 0) {
     append_counter(out, "CompileCacheEntries", entries);
+  }
+  return out;
+}
+
+std::string metrics_report_of_every_process() {
+  runtime::Runtime& rt = runtime::get();
+  const comm::Topology& topology = rt.topology();
+  // One participant per process: its first device, whichever thread calls.
+  std::vector<int> participants;
+  for (int process = 0; process < topology.process_count(); ++process) {
+    participants.push_back(process * topology.local_devices());
+  }
+  const int first = rt.global_ordinal(0);
+  const std::string mine = str_cat("Process ", topology.process(), " (devices ", first, "..",
+                                   first + topology.local_devices() - 1, ", pid ", ::getpid(), "):\n",
+                                   metrics_report());
+  std::string out;
+  for (const std::string& report : rt.communicator().exchange({first, "ordo metrics report", participants, mine})) {
+    out += report;
   }
   return out;
 }

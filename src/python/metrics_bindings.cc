@@ -14,6 +14,8 @@ void bind_metrics(py::module_& m) {
     return py::make_tuple(data->total_samples, data->accumulator, py::cast(data->samples));
   }, py::arg("name"), py::arg("device") = -1);
   m.def("metrics_report", &metrics_report, py::arg("device") = -1);
+  m.def("metrics_report_of_every_process", &metrics_report_of_every_process,
+        py::call_guard<py::gil_scoped_release>());
   m.def("clear_counters", &clear_counters);
   m.def("clear_metrics", &clear_metrics);
   m.def("clear_all", &clear_all);

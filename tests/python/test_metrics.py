@@ -1,6 +1,8 @@
 """ordo's counters and metrics from Python, as torch_xla.debug.metrics."""
 
+import os
 import re
+import time
 
 import numpy as np
 import pytest
@@ -56,6 +58,40 @@ def test_spawned_devices_count_their_own_collectives(world):
         assert ordo.counter_value("MarkStep", device) == 1
         assert ordo.metric_data("CollectiveBytes", device)[1] == 16
     assert ordo.counter_value("AllReduce") == world
+
+
+def test_the_late_device_is_named_and_its_peers_waited_for_it(world):
+    late, late_by = world - 1, 0.3
+
+    def step(index):
+        if index == late:
+            time.sleep(late_by)
+        total = ordo.all_reduce(ordo.REDUCE_SUM, ordo.tensor([1.0]))
+        ordo.mark_step()
+        return total.numpy()
+
+    ordo.spawn(step)
+    for device in range(world):
+        samples, waited, _ = ordo.metric_data("CollectiveWaitTime", device)
+        assert samples == 1
+        if device == late:
+            assert ordo.counter_value("CollectiveLastArrival", device) == 1
+            assert waited < late_by / 2 * 1e9
+        else:
+            assert ordo.counter_value("CollectiveLastArrival", device) == 0
+            assert waited > late_by / 2 * 1e9
+    report = ordo.metrics_report()
+    assert f"Counter: CollectiveLastArrival.device{late}\n  Value: 1\n" in report
+    assert "Metric: CollectiveWaitTime\n" in report
+
+
+def test_every_process_report_in_one_process_is_this_ones():
+    ordo.mark_step()
+    report = ordo.metrics_report(all_processes=True)
+    header = f"Process 0 (devices 0..{len(ordo.devices()) - 1}, pid {os.getpid()}):\n"
+    assert report == header + ordo.metrics_report()
+    with pytest.raises(ValueError, match="pass no device"):
+        ordo.metrics_report(device=0, all_processes=True)
 
 
 def test_unknown_names_are_none_and_clearing_empties():

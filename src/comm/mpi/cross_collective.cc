@@ -1,5 +1,6 @@
 #include "comm/mpi/cross_collective.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "comm/deadlines.h"
@@ -263,6 +264,26 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
   return std::nullopt;
 }
 
+void CrossCollective::record_timing(const CollectiveAt& at,
+                                    const std::vector<std::optional<DecodedMessage>>& headers) const {
+  // The system clocks of two hosts need not agree: the last arrival they
+  // give is kept between the leader's own arrival and the last header's.
+  int last_device = at.leader_device;
+  int64_t last_wall_ns = at.arrived_wall_ns;
+  for (size_t p = 0; p < headers.size(); ++p) {
+    if (p == plan_.me || headers[p]->last_arrival_wall_ns <= last_wall_ns) continue;
+    last_wall_ns = headers[p]->last_arrival_wall_ns;
+    last_device = headers[p]->last_device;
+  }
+  const int64_t all_arrived_ns =
+      std::clamp(at.arrived_ns + (last_wall_ns - at.arrived_wall_ns), at.arrived_ns, steady_now_ns());
+  for (const CollectiveCall* call : meeting_.calls()) {
+    if (call->timing == nullptr) continue;
+    call->timing->all_arrived_ns = all_arrived_ns;
+    call->timing->last_device = last_device;
+  }
+}
+
 device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, const CollectiveCall& like) {
   const int64_t sequence = at.sequence;
   const auto& calls = meeting_.calls();
@@ -313,7 +334,9 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
     }
     const bool eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
     const size_t slot = eager ? aligned_to_line(staged_bytes(like)) : 0;
-    std::string mine = encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries, ErrorCode::kExecution, {}}, slot * calls.size());
+    std::string mine = encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries, ErrorCode::kExecution,
+                                       {}, at.leader_device, at.arrived_wall_ns},
+                                      slot * calls.size());
     const size_t payload = mine.size() - slot * calls.size();
     if (eager) {
       for (size_t i = 0; i < calls.size(); ++i) stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine.data() + payload + i * slot));
@@ -349,6 +372,7 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
         staged[ranks[j]] = reinterpret_cast<const std::byte*>(raw[p].data() + h.payload_offset + j * slot);
       }
     }
+    record_timing(at, headers);
     for (size_t rank = 1; rank < words.size(); ++rank) {
       if (!std::equal(words[rank].begin(), words[rank].end(), words[0].begin(), words[0].end())) {
         return mismatch(at, rank, like);

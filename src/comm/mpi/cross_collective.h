@@ -58,11 +58,16 @@ struct Peers {
 };
 
 // Which collective a leader runs: the group's #sequence, the leader's
-// device's #number, on the partition (replica groups) its call named.
+// device's #number, on the partition (replica groups) its call named; and
+// the leader (the last local member to arrive), with when it arrived by
+// the steady and the system clock.
 struct CollectiveAt {
   int64_t sequence;
   int64_t number;
   const std::string& partition;
+  int leader_device = -1;
+  int64_t arrived_ns = 0;
+  int64_t arrived_wall_ns = 0;
 };
 
 class CrossCollective {
@@ -90,6 +95,9 @@ class CrossCollective {
   // A retraction of #sequence from any process of the group, if one came.
   std::optional<device::Failure> retraction(int64_t sequence);
   void send_to_others(const std::string& message, PostedTags tags);
+  // Every header is in: tells each local member when the group's last
+  // member arrived and who it was.
+  void record_timing(const CollectiveAt& at, const std::vector<std::optional<DecodedMessage>>& headers) const;
   // This process takes back its header of #sequence.
   void retract(int64_t sequence, const device::Failure& failure);
   // The failure of a collective that waits for the processes at the

@@ -7,7 +7,7 @@ namespace {
 
 // "ordo" and the layout's version: a message of anything else fails here.
 constexpr uint32_t kMagic = 0x6f72646f;
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kPayloadAlignment = 64;
 
 struct FixedPart {
@@ -19,6 +19,9 @@ struct FixedPart {
   uint32_t members;
   int32_t failure_code;
   uint64_t failure_bytes;
+  int32_t last_device;
+  int32_t unused = 0;
+  int64_t last_arrival_wall_ns;
 };
 
 struct MemberPart {
@@ -54,7 +57,10 @@ std::string encode_message(const MessageHeader& header, size_t payload_bytes) {
                         header.sequence,
                         static_cast<uint32_t>(header.members.size()),
                         static_cast<int32_t>(header.failure_code),
-                        header.failure.size()};
+                        header.failure.size(),
+                        header.last_device,
+                        0,
+                        header.last_arrival_wall_ns};
   char* at = bytes.data();
   put(at, &fixed, sizeof(fixed));
   for (const MemberEntry& m : header.members) {
@@ -90,6 +96,8 @@ DecodedMessage decode_message(std::string_view message, const std::string& from)
   out.process = fixed.process;
   out.sequence = fixed.sequence;
   out.failure_code = static_cast<ErrorCode>(fixed.failure_code);
+  out.last_device = fixed.last_device;
+  out.last_arrival_wall_ns = fixed.last_arrival_wall_ns;
   if (fixed.members > (message.size() - at) / sizeof(MemberPart)) malformed("shorter than its header says");
   out.members.resize(fixed.members);
   for (DecodedMember& member : out.members) {

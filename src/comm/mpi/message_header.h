@@ -39,6 +39,10 @@ struct MessageHeader {
   // When the sender fails the collective: the error each member raises.
   ErrorCode failure_code = ErrorCode::kExecution;
   std::string_view failure;  // empty: no failure
+  // The sender's last member to arrive (kHeader), and when it did by the
+  // system clock (ns since the epoch): who came last across processes.
+  int last_device = -1;
+  int64_t last_arrival_wall_ns = 0;
 };
 
 // The header's bytes, then room for payload_bytes more, which start on a
@@ -58,6 +62,8 @@ struct DecodedMessage {
   std::vector<DecodedMember> members;
   ErrorCode failure_code = ErrorCode::kExecution;
   std::string failure;
+  int last_device = -1;
+  int64_t last_arrival_wall_ns = 0;
   size_t payload_offset = 0;  // where the payload starts in the message
 };
 

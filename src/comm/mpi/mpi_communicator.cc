@@ -212,6 +212,7 @@ class Finished {
 }  // namespace
 
 void MpiCommunicator::run(const CollectiveCall& call) {
+  const int64_t arrived_ns = steady_now_ns();
   Route& route = route_for(call.attrs, call.device);
   if (route.group == nullptr) {
     board_.start(call.device, {call.op, route.partition, route.group_text, -1});
@@ -223,12 +224,17 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   const int64_t number = board_.start(call.device, {call.op, route.partition, route.group_text, sequence});
   const Finished finished(board_, call.device);
   MemberChecks checks(*this, group, &call, call.device, call.op, number, *route.partition);
+  if (call.timing != nullptr) call.timing->arrived_ns = arrived_ns;
   const LocalMeeting::Arrival arrival = group.meeting.arrive(route.index, sequence, &call, checks);
   if (!arrival.leader) {
     if (arrival.failure) arrival.failure->raise();
     return;
   }
-  std::optional<device::Failure> failure = group.leader.lead({sequence, number, *route.partition});
+  // The leader came last here: its arrival is the local group's.
+  const int64_t arrived_wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::optional<device::Failure> failure =
+      group.leader.lead({sequence, number, *route.partition, call.device, steady_now_ns(), arrived_wall_ns});
   group.meeting.finish(sequence, failure);
   if (failure) failure->raise();
 }

@@ -13,6 +13,7 @@ mpirun's --timeout ends a job that hangs anyway)."""
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,28 @@ def cases(world, local_devices):
     ]
 
 
+def check_metrics(world, ordinals, local_devices):
+    """The device that comes last is counted on its own process; every
+    process's report reaches every process, each under its line."""
+    late = world - 1
+    before = ordo.counter_value("CollectiveLastArrival") or 0
+
+    def late_all_reduce(ordinal):
+        if ordinal == late:
+            time.sleep(0.3)
+        return ordo.all_reduce(ordo.REDUCE_SUM, ordo.tensor([1.0])).numpy()
+
+    ordo.spawn(late_all_reduce)
+    gained = (ordo.counter_value("CollectiveLastArrival") or 0) - before
+    assert gained == (1 if late in ordinals else 0), f"CollectiveLastArrival gained {gained}"
+    report = ordo.metrics_report(all_processes=True)
+    starts = [report.find(f"Process {p} (devices {p * local_devices}..{(p + 1) * local_devices - 1}, pid ")
+              for p in range(world // local_devices)]
+    assert -1 not in starts and starts == sorted(starts), f"every process's report, in order:\n{report}"
+    assert report.count("Counter: MarkStep\n") == world // local_devices, report
+    assert f"Counter: CollectiveLastArrival.device{late}\n" in report, report
+
+
 def assert_same(got, expected, where):
     if isinstance(expected, (list, tuple)) and not isinstance(got, np.ndarray):
         assert type(got) in (list, tuple) and len(got) == len(expected), f"{where}: got {got!r}, expected {expected!r}"
@@ -180,6 +203,8 @@ def main():
         for ordinal, got in zip(ordinals, results):
             assert_same(got, expected(ordinal), f"{name}, ordinal {ordinal}")
         passed += 1
+    check_metrics(world, ordinals, local_devices)
+    passed += 1
     ordo.shutdown()
     print(f"process {RANK}: ordinals {ordinals} of {world}: {passed} cases passed")
 
