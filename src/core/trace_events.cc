@@ -130,12 +130,8 @@ Recording stop() {
   return recording;
 }
 
-ScopedCut::ScopedCut(int slot, int device) noexcept : on_(on() && valid_slot(slot)), slot_(slot), device_(device) {
-  if (on_) start_ns_ = now_ns();
-}
-
-ScopedCut::~ScopedCut() {
-  if (!on_) return;
+void ScopedCut::record_cut() noexcept {
+  if (!valid_slot(slot_)) return;
   const int64_t end_ns = now_ns();
   const int64_t origin = g_origin_ns.load(std::memory_order_relaxed);
   try {

@@ -96,12 +96,18 @@ class ScopedEvent {
 // trace (or since start()), which is when the program traced the graph.
 class ScopedCut {
  public:
-  ScopedCut(int slot, int device) noexcept;
-  ~ScopedCut();
+  ScopedCut(int slot, int device) noexcept : on_(on() && slot >= 0), slot_(slot), device_(device) {
+    if (on_) start_ns_ = now_ns();
+  }
+  ~ScopedCut() {
+    if (on_) record_cut();
+  }
   ScopedCut(const ScopedCut&) = delete;
   ScopedCut& operator=(const ScopedCut&) = delete;
 
  private:
+  void record_cut() noexcept;
+
   bool on_;
   int slot_;
   int device_;
