@@ -66,14 +66,14 @@ TEST(TraceEvents, RecordsOnlyWhileOn) {
 TEST(TraceJson, RowsAreNamedAndInTimeOrderWithEnclosingEventsFirst) {
   trace_events::Recording recording;
   recording.origin_ns = 1000;
-  trace_events::Event wait{"wait", "wait", 5000, 1000, 3};
   trace_events::Event all_reduce{"all_reduce", "collective", 4000, 3000, 3};
-  all_reduce.wait_ns = 1000;
+  all_reduce.wait_ns = 1000;  // written as a "wait" event inside it
+  all_reduce.wait_from_ns = 5000;
   all_reduce.last_device = 2;
   all_reduce.bytes = 1024;
   trace_events::Event earlier{"execute", "execute", 2000, 6000, 3};
   earlier.graph_hash = 0xabc;
-  recording.events = {wait, all_reduce, earlier, {"compile", "compile", 1500, 10, 3, trace_events::Lane::kHost}};
+  recording.events = {all_reduce, earlier, {"compile", "compile", 1500, 10, 3, trace_events::Lane::kHost}};
   const std::string text = trace_json::trace_file(
       {trace_json::process_events(recording, {1, 2, 3, 1}, recording.origin_ns)}, recording.origin_ns);
   std::istringstream in(text);
@@ -99,6 +99,8 @@ TEST(TraceJson, RowsAreNamedAndInTimeOrderWithEnclosingEventsFirst) {
   EXPECT_EQ(field(spans[1], "pid"), 1);
   EXPECT_EQ(field(spans[1], "tid"), 3);
   EXPECT_TRUE(is_named(spans[2], "wait"));
+  EXPECT_EQ(field(spans[2], "ts"), 4.0);
+  EXPECT_EQ(field(spans[2], "dur"), 1.0);
   EXPECT_TRUE(is_named(spans[3], "compile"));
   EXPECT_EQ(field(spans[3], "ts"), 0.5);
 }

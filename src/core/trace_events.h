@@ -32,7 +32,8 @@ struct Event {
   int32_t device = -1;        // global ordinal: the row
   Lane lane = Lane::kDevice;
   // Arguments, each absent when negative (graph_hash: when 0).
-  int64_t wait_ns = -1;
+  int64_t wait_ns = -1;     // with wait_from_ns: a collective's wait, written as a nested "wait" event
+  int64_t wait_from_ns = 0;
   int32_t last_device = -1;
   int64_t bytes = -1;
   uint64_t graph_hash = 0;

@@ -79,6 +79,15 @@ std::string process_events(const trace_events::Recording& recording, const Proce
   std::vector<const trace_events::Event*> events;
   events.reserve(recording.events.size());
   for (const trace_events::Event& event : recording.events) events.push_back(&event);
+  // A collective's wait as its own event inside it, made here rather than
+  // while recording: one record per collective.
+  std::vector<trace_events::Event> waits;
+  for (const trace_events::Event* event : events) {
+    if (event->wait_ns >= 0 && event->category == "collective") {
+      waits.push_back({"wait", "wait", event->wait_from_ns, event->wait_ns, event->device, event->lane});
+    }
+  }
+  for (const trace_events::Event& wait : waits) events.push_back(&wait);
   // A row in time order, an enclosing event before what it encloses.
   std::stable_sort(events.begin(), events.end(), [](const trace_events::Event* a, const trace_events::Event* b) {
     const int64_t ta = tid_of(*a), tb = tid_of(*b);

@@ -35,8 +35,8 @@ metrics::Counter collective_counter(ir::OpKind op) {
   }
 }
 
-// The collective's event on the device's row, and the part of it it
-// waited for its peers as an event inside it.
+// The collective's event on the device's row, with the part of it it
+// waited for its peers (written as an event inside it).
 void trace_collective(ir::OpKind op, int64_t start_ns, const comm::CollectiveTiming& timing, int64_t bytes,
                       const device::Device& device) {
   const int64_t end_ns = trace_events::now_ns();
@@ -45,9 +45,9 @@ void trace_collective(ir::OpKind op, int64_t start_ns, const comm::CollectiveTim
   if (timing.arrived_ns != 0) {  // the backend said when the peers met
     const int64_t wait_from = std::clamp(timing.arrived_ns, start_ns, end_ns);
     const int64_t wait_to = std::clamp(timing.all_arrived_ns, wait_from, end_ns);
+    event.wait_from_ns = wait_from;
     event.wait_ns = wait_to - wait_from;
     event.last_device = timing.last_device;
-    trace_events::record(device.index(), {"wait", "wait", wait_from, wait_to - wait_from, device.ordinal()});
   }
   trace_events::record(device.index(), event);
 }

@@ -137,6 +137,12 @@ void start_env_trace() {
 
 void finish_env_trace(Runtime& rt) noexcept {
   try {
+    {
+      // Without ORDO_TRACE_FILE's trace, a stop must not wait for the
+      // queues (a collective whose peers never queued it would wait).
+      std::lock_guard<std::mutex> lock(g_trace_mu);
+      if (g_path.empty() || !g_from_env) return;
+    }
     drain_devices(rt);
     std::lock_guard<std::mutex> lock(g_trace_mu);
     if (g_path.empty() || !g_from_env) return;
