@@ -35,11 +35,13 @@ metrics::Counter collective_counter(ir::OpKind op) {
   }
 }
 
-// The collective's event on the device's row, with the part of it it
-// waited for its peers (written as an event inside it).
-void trace_collective(ir::OpKind op, int64_t start_ns, const comm::CollectiveTiming& timing, int64_t bytes,
+// The collective's event on the device's row, from the device's arrival
+// (the backend's clock reading: one reading fewer per collective), with
+// the part of it it waited for its peers (written as an event inside it).
+void trace_collective(ir::OpKind op, const comm::CollectiveTiming& timing, int64_t bytes,
                       const device::Device& device) {
   const int64_t end_ns = trace_events::now_ns();
+  const int64_t start_ns = timing.arrived_ns != 0 ? std::min(timing.arrived_ns, end_ns) : end_ns;
   trace_events::Event event{ir::op_name(op), "collective", start_ns, end_ns - start_ns, device.ordinal()};
   event.bytes = bytes;
   if (timing.arrived_ns != 0) {  // the backend said when the peers met
@@ -58,7 +60,7 @@ void run_collective_step(const PlanStep& step, std::span<const device::Buffer* c
                          std::span<std::shared_ptr<const device::Buffer>> outputs, device::Device& device) {
   const int index = device.index();
   comm::CollectiveTiming timing;
-  const int64_t traced_from = trace_events::on() ? trace_events::now_ns() : 0;
+  const bool traced = trace_events::on();
   {
     metrics::ScopedTimer timer(metrics::Metric::kCollectiveTime, index);
     step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
@@ -73,7 +75,7 @@ void run_collective_step(const PlanStep& step, std::span<const device::Buffer* c
     if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));
   }
   metrics::record(metrics::Metric::kCollectiveBytes, index, bytes);
-  if (traced_from != 0) trace_collective(step.op, traced_from, timing, static_cast<int64_t>(bytes), device);
+  if (traced) trace_collective(step.op, timing, static_cast<int64_t>(bytes), device);
 }
 
 // Runs the steps; returns the index of the step that failed (setting
