@@ -22,3 +22,4 @@
 #include "ordo/nn_ops.h"
 #include "ordo/runtime.h"
 #include "ordo/tensor.h"
+#include "ordo/trace.h"

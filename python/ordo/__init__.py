@@ -33,6 +33,8 @@ from ._metrics import (clear_all, clear_counters, clear_metrics, counter_names, 
 from ._nn_ops import (clamp, clip, dropout, erf, gelu, log_softmax, logsumexp, rand_like, softmax, std,
                       var)
 from ._random import manual_seed, manual_seed_all
+from ._timeline import plot_timeline
+from ._trace import is_tracing, start_trace, stop_trace
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from . import optim
 from .optim import ZeroRedundancyOptimizer

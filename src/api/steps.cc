@@ -2,6 +2,7 @@
 // drop_pending_graph), waiting for its queue, showing its graph, and the
 // compile cache and schedule that cuts use.
 #include "core/metrics.h"
+#include "core/trace_events.h"
 #include "executor/compile_cache.h"
 #include "executor/debug_analysis.h"
 #include "executor/graph_executor.h"
@@ -17,6 +18,7 @@ void mark_step(int device) {
   const int index = runtime::resolve_device(device);
   metrics::add(metrics::Counter::kMarkStep, index);
   if (executor::debug_enabled()) executor::note_mark_step(index);
+  trace_events::ScopedCut traced(index, trace_events::on() ? runtime::get().global_ordinal(index) : -1);
   executor::sync_device(index, true);
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/trace_events.h"
 #include "executor/compile_cache.h"
 #include "executor/compiler.h"
 #include "executor/debug_analysis.h"
@@ -40,6 +41,9 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
   metrics::add(metrics::Counter::kUncachedCompile, device);
   show_compiled_graph(graph, device, global_ordinal);
   metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device);
+  trace_events::ScopedEvent traced("compile", "compile", device,
+                                   trace_events::on() ? runtime::get().global_ordinal(device) : -1,
+                                   trace_events::Lane::kHost, graph.hash);
   plan = compile(graph, options);
   cache.insert(key, plan);
   return plan;

@@ -5,6 +5,7 @@
 
 #include "comm/communicator.h"
 #include "core/metrics.h"
+#include "core/trace_events.h"
 #include "ordo/error.h"
 
 namespace ordo::executor {
@@ -34,12 +35,32 @@ metrics::Counter collective_counter(ir::OpKind op) {
   }
 }
 
+// The collective's event on the device's row, from the device's arrival
+// (the backend's clock reading: one reading fewer per collective), with
+// the part of it it waited for its peers (written as an event inside it).
+void trace_collective(ir::OpKind op, const comm::CollectiveTiming& timing, int64_t bytes,
+                      const device::Device& device) {
+  const int64_t end_ns = trace_events::now_ns();
+  const int64_t start_ns = timing.arrived_ns != 0 ? std::min(timing.arrived_ns, end_ns) : end_ns;
+  trace_events::Event event{ir::op_name(op), "collective", start_ns, end_ns - start_ns, device.ordinal()};
+  event.bytes = bytes;
+  if (timing.arrived_ns != 0) {  // the backend said when the peers met
+    const int64_t wait_from = std::clamp(timing.arrived_ns, start_ns, end_ns);
+    const int64_t wait_to = std::clamp(timing.all_arrived_ns, wait_from, end_ns);
+    event.wait_from_ns = wait_from;
+    event.wait_ns = wait_to - wait_from;
+    event.last_device = timing.last_device;
+  }
+  trace_events::record(device.index(), event);
+}
+
 // A collective step, counted and timed: the whole of it, and its wait for
 // the peers, with who came last.
 void run_collective_step(const PlanStep& step, std::span<const device::Buffer* const> inputs,
                          std::span<std::shared_ptr<const device::Buffer>> outputs, device::Device& device) {
   const int index = device.index();
   comm::CollectiveTiming timing;
+  const bool traced = trace_events::on();
   {
     metrics::ScopedTimer timer(metrics::Metric::kCollectiveTime, index);
     step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
@@ -54,6 +75,7 @@ void run_collective_step(const PlanStep& step, std::span<const device::Buffer* c
     if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));
   }
   metrics::record(metrics::Metric::kCollectiveBytes, index, bytes);
+  if (traced) trace_collective(step.op, timing, static_cast<int64_t>(bytes), device);
 }
 
 // Runs the steps; returns the index of the step that failed (setting
@@ -113,6 +135,8 @@ void run_plan(const ExecutionPlan& plan,
               const std::vector<std::shared_ptr<device::DeviceData>>& results,
               device::Device& device) {
   metrics::ScopedTimer timer(metrics::Metric::kExecuteTime, device.index());
+  trace_events::ScopedEvent traced("execute", "execute", device.index(), device.ordinal(),
+                                   trace_events::Lane::kDevice, plan.graph_hash);
   Slots slots(plan.num_slots);
   std::optional<device::Failure> failure;
   // Parameters come from host data or from earlier graphs of this worker, so

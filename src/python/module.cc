@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   ordo::python::bind_autograd(m);
   ordo::python::bind_metrics(m);
   ordo::python::bind_source_lines(m);
+  ordo::python::bind_trace(m);
 }

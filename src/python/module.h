@@ -25,6 +25,7 @@ void bind_spawn(py::module_& m);
 void bind_autograd(py::module_& m);
 void bind_metrics(py::module_& m);
 void bind_source_lines(py::module_& m);
+void bind_trace(py::module_& m);
 
 // numpy dtype <-> ordo dtype (for dtype arguments: no conversions).
 DType dtype_from_numpy(const py::dtype& dtype);

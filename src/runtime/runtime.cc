@@ -11,6 +11,7 @@
 #include "device/cpu_placement.h"
 #include "device/free_cores.h"
 #include "ordo/error.h"
+#include "runtime/trace_file.h"
 
 namespace ordo::runtime {
 namespace {
@@ -37,6 +38,7 @@ void start_locked(int n) {
   // stays the process's job (comm/factory.h).
   g_runtime = std::make_unique<Runtime>(comm::open_world(comm::backend_from_env(), n), ++g_generation);
   g_current.store(g_runtime.get(), std::memory_order_release);
+  start_env_trace();
 }
 
 }  // namespace
@@ -128,6 +130,7 @@ void start(int num_devices) {
 void stop() {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   if (!g_runtime) return;
+  finish_env_trace(*g_runtime);
   g_current.store(nullptr, std::memory_order_release);
   // Destroying the devices runs what is queued and joins the workers.
   g_runtime.reset();

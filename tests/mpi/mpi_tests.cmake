@@ -156,6 +156,16 @@ if(ORDO_BUILD_PYTHON)
   add_test(NAME python_semantics_in_process_1x4 COMMAND ${Python3_EXECUTABLE} ${semantics})
   set_tests_properties(python_semantics_in_process_1x4 PROPERTIES ENVIRONMENT ORDO_NUM_DEVICES=4 TIMEOUT 120
     LABELS mpi)
+  # The timeline's one file from every process (tests/mpi/python/trace.py).
+  set(trace_check ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/trace.py)
+  foreach(layout 2x2 3x1)
+    string(REPLACE "x" ";" layout_words ${layout})
+    list(GET layout_words 0 processes)
+    list(GET layout_words 1 devices)
+    ordo_add_mpi_test(NAME mpi_python_trace_${layout}
+      ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${Python3_EXECUTABLE} ${trace_check}
+        ${CMAKE_CURRENT_BINARY_DIR}/mpi_trace_${layout}.json)
+  endforeach()
 endif()
 
 # The conformance suites (collectives and exchange) checking the MPI backend:
