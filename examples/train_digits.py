@@ -1,5 +1,6 @@
 """The main job: an MLP learns the handwritten digits on 4 devices, first data
-parallel, then with ZeRO-1, then every collective once.
+parallel, then with ZeRO-1, then every collective once; last, a timeline of a
+few training steps (build/demo-timeline.png, and its Chrome trace beside it).
 
     scripts/demo.sh                                  # 4 in-process devices
     scripts/demo.sh -np 2 -x ORDO_NUM_DEVICES=2      # 2 processes x 2 devices
@@ -10,6 +11,7 @@ backward, the gradients' collectives and the optimizer's update), compiled at
 the first step and reused from the compile cache after it. The master ordinal
 prints; every other device sends it what it has to say."""
 
+import os
 import sys
 
 import numpy as np
@@ -18,6 +20,8 @@ import ordo
 
 DEVICES = 4
 EPOCHS = 12
+TIMELINE_STEPS = 4
+TIMELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "demo-timeline")
 GLOBAL_BATCH = 128
 HIDDEN = 128
 
@@ -58,14 +62,15 @@ def progress(master, epoch, steps):
     return tqdm(total=steps, desc=f"  epoch {epoch + 1:>2}/{EPOCHS}", ncols=86, leave=True, file=sys.stdout)
 
 
-def fit(index, net, optimizer, step_fn, data):
-    """Trains for EPOCHS; returns the held-out accuracy (over every device's share)."""
+def fit(index, net, optimizer, step_fn, data, epochs=EPOCHS, steps=None):
+    """Trains for epochs (of `steps` steps, default all); returns the held-out accuracy (over every device's
+    share)."""
     train_x, train_y, test_x, test_y = data
     world = ordo.world_size()
-    master = ordo.is_master_ordinal(local=False)
-    steps = len(train_x) // GLOBAL_BATCH
+    master = ordo.is_master_ordinal(local=False) and epochs > 1
+    steps = steps or len(train_x) // GLOBAL_BATCH
     rng = np.random.default_rng(1)  # the same order on every device
-    for epoch in range(EPOCHS):
+    for epoch in range(epochs):
         order = rng.permutation(len(train_x))
         bar = progress(master, epoch, steps)
         loss_sum = hits = 0.0
@@ -169,10 +174,30 @@ def job(index, data):
     return ok
 
 
+def timeline_steps(index, data):
+    """A few data-parallel steps of a fresh model, for the timeline."""
+    net = mlp()
+    fit(index, net, ordo.optim.SGD(net.parameters(), lr=0.1, momentum=0.9), ordo.optimizer_step, data, epochs=1,
+        steps=TIMELINE_STEPS)
+
+
+def draw_timeline(data):
+    """Traces TIMELINE_STEPS steps on every device and draws them (every process traces; process 0 writes)."""
+    os.makedirs(os.path.dirname(TIMELINE), exist_ok=True)
+    ordo.start_trace(TIMELINE + ".json")
+    ordo.spawn(timeline_steps, args=(data,))
+    ordo.stop_trace()
+    if ordo.is_master_ordinal(local=False):
+        png = ordo.plot_timeline(TIMELINE + ".json", TIMELINE + ".png",
+                                 title=f"{TIMELINE_STEPS} data-parallel steps on {ordo.world_size()} devices")
+        print(f"\n4. a timeline of {TIMELINE_STEPS} training steps: {os.path.relpath(png)} "
+              f"(Chrome trace: {os.path.relpath(TIMELINE + '.json')}, opens in ui.perfetto.dev)")
+
+
 def short_metrics_report():
     """torch_xla's report, cut to the step's timings and the counters a user looks at first."""
-    keep = ("CompileTime", "ExecuteTime", "MarkStep", "CachedCompile", "UncachedCompile", "AllReduce",
-            "ReduceScatter", "AllGather")
+    keep = ("CompileTime", "ExecuteTime", "CollectiveWaitTime", "MarkStep", "CachedCompile", "UncachedCompile",
+            "AllReduce", "ReduceScatter", "AllGather")
     blocks = ordo.metrics_report().replace("\nMetric:", "\n\0Metric:").replace("\nCounter:", "\n\0Counter:")
     chosen = [b for b in blocks.split("\0") if b.split("\n")[0].split(": ")[-1] in keep]
     return "metrics (ordo.metrics_report(), short):\n" + "".join(chosen).rstrip()
@@ -195,6 +220,8 @@ def main():
         reused = after["hits"] - before["hits"]
         print(f"\ngraphs: {compiled} compiled, {reused} reused from the compile cache (this process)")
         print(short_metrics_report())
+    draw_timeline(data)
+    if ordo.is_master_ordinal(local=False):
         print(f"everything matched: {'yes' if all(oks) else 'NO'}")
     sys.exit(0 if all(oks) else 1)
 

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The digits ship with scikit-learn; tqdm draws the progress bars.
-deps=(python3-sklearn python3-tqdm)
+deps=(python3-sklearn python3-tqdm python3-matplotlib)
 [ $# -eq 0 ] || deps+=(libopenmpi-dev openmpi-bin)
 scripts/install-deps.sh "${deps[@]}"
 scripts/build.sh
