@@ -106,9 +106,12 @@ MetricKind kind(Metric metric) { return kMetricKinds[static_cast<int>(metric)]; 
 
 namespace internal {
 
-void add(int counter, int slot, int64_t delta) noexcept {
-  if (slot < 0 || slot >= kMaxSlots) return;  // not a device of this process: nothing to count against
-  slot_at(slot).counters.values[static_cast<size_t>(counter)].fetch_add(delta, std::memory_order_relaxed);
+std::array<std::atomic<std::atomic<int64_t>*>, kMaxSlots> g_counters{};
+
+std::atomic<int64_t>* counters_of(int slot) noexcept {
+  std::atomic<int64_t>* counters = slot_at(slot).counters.values.data();
+  g_counters[static_cast<size_t>(slot)].store(counters, std::memory_order_release);
+  return counters;
 }
 
 void record(int metric, int slot, double value) noexcept {

@@ -12,6 +12,8 @@
 // figure of their cost.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string_view>
@@ -70,12 +72,21 @@ struct MetricTotal {
 };
 
 namespace internal {
-void add(int counter, int slot, int64_t delta) noexcept;
+// Each slot's counters once made (by counters_of, on first use): a counter
+// is counted inline, as every traced op counts two.
+extern std::array<std::atomic<std::atomic<int64_t>*>, kMaxSlots> g_counters;
+std::atomic<int64_t>* counters_of(int slot) noexcept;
 void record(int metric, int slot, double value) noexcept;
 }  // namespace internal
 
+// A slot out of range is no device of this process: nothing is counted.
 inline void add(Counter counter, int slot, int64_t delta = 1) noexcept {
-  if constexpr (ORDO_METRICS) internal::add(static_cast<int>(counter), slot, delta);
+  if constexpr (ORDO_METRICS) {
+    if (slot < 0 || slot >= kMaxSlots) return;
+    std::atomic<int64_t>* counters = internal::g_counters[static_cast<size_t>(slot)].load(std::memory_order_acquire);
+    if (counters == nullptr) counters = internal::counters_of(slot);
+    counters[static_cast<int>(counter)].fetch_add(delta, std::memory_order_relaxed);
+  }
 }
 
 inline void record(Metric metric, int slot, double value) noexcept {
