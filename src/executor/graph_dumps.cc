@@ -1,11 +1,14 @@
 #include "executor/graph_dumps.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
+#include <unordered_set>
 #include <sstream>
 
 #include "core/log.h"
@@ -35,12 +38,34 @@ GraphDumpFormat format_from_env() {
   return GraphDumpFormat::kText;
 }
 
+std::atomic<bool> g_wanted{false};
+
+// The graphs each device has saved (by global ordinal): a hit saves one
+// only once. Locking: its own leaf mutex.
+std::mutex g_saved_mu;
+std::map<int, std::unordered_set<uint64_t>> g_saved;
+
+// Whether this is the first time the device saves graph_hash.
+bool first_save(int global_ordinal, uint64_t graph_hash) {
+  std::lock_guard<std::mutex> lock(g_saved_mu);
+  return g_saved[global_ordinal].insert(graph_hash).second;
+}
+
 }  // namespace
 
 std::optional<GraphDumpSettings> graph_dump_settings() {
   const char* path = std::getenv("ORDO_SAVE_GRAPHS_FILE");
-  if (path == nullptr || *path == '\0') return std::nullopt;
+  const bool wanted = path != nullptr && *path != '\0';
+  g_wanted.store(wanted, std::memory_order_relaxed);
+  if (!wanted) return std::nullopt;
   return GraphDumpSettings{path, format_from_env()};
+}
+
+bool graph_dumps_wanted() noexcept { return g_wanted.load(std::memory_order_relaxed); }
+
+void save_graph_on_first_hit(const ir::PostOrder& graph, int global_ordinal, int64_t step) {
+  if (!first_save(global_ordinal, graph.hash)) return;
+  if (std::optional<GraphDumpSettings> settings = graph_dump_settings()) save_graph(graph, *settings, global_ordinal, step);
 }
 
 std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordinal, int64_t step) {
@@ -56,6 +81,7 @@ std::string graph_dump_entry(const ir::PostOrder& graph, GraphDumpFormat format,
 }
 
 void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step) {
+  first_save(global_ordinal, graph.hash);
   const std::string path = str_cat(settings.path, ".", global_ordinal);
   const std::string entry = graph_dump_entry(graph, settings.format, global_ordinal, step);
   // Opened per graph: compiles are rare, and no file stays open past a

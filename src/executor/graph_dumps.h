@@ -6,10 +6,12 @@
 // Each uncached compile appends its graph (ir::dump's text, or a Graphviz
 // digraph: ir/graph_dot.h) under a header line naming the device, the
 // graph's hash and the device's MarkStep count. The compile cache is the
-// process's: a graph that a device of the process compiled first is a hit
-// for the others, and is in that device's file only. The environment is read at
-// every uncached compile (a compile costs far more), so a program may set
-// it before any step of any runtime. A bad format or a file that cannot be
+// process's: a graph that another device of the process compiled first is
+// a hit here, and is saved at this device's first hit of it, so that each
+// file has every graph its device ran. The environment is read at every
+// uncached compile (a compile costs far more), so a program may set it
+// before any step of any runtime; a hit reads only what the last compile
+// found (graph_dumps_wanted). A bad format or a file that cannot be
 // written is a warning (once per value or file), never an error: the step
 // runs all the same.
 #pragma once
@@ -32,6 +34,8 @@ struct GraphDumpSettings {
 // From ORDO_SAVE_GRAPHS_FILE and ORDO_SAVE_GRAPHS_FMT (text or dot; text
 // if unset); nullopt when no file is asked for.
 std::optional<GraphDumpSettings> graph_dump_settings();
+// What the last graph_dump_settings() found: whether graphs are saved.
+bool graph_dumps_wanted() noexcept;
 
 // "device 1, graph 9f3c..., step 12": step is the device's MarkStep count.
 std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordinal, int64_t step);
@@ -40,7 +44,10 @@ std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordina
 // DOT's comment) followed by the graph.
 std::string graph_dump_entry(const ir::PostOrder& graph, GraphDumpFormat format, int global_ordinal, int64_t step);
 
-// Appends the entry of graph to its device's file.
+// Appends the entry of graph to its device's file (a compile).
 void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step);
+// The same at a cache hit, if graphs are saved and this device has not
+// saved this graph yet.
+void save_graph_on_first_hit(const ir::PostOrder& graph, int global_ordinal, int64_t step);
 
 }  // namespace ordo::executor

@@ -36,6 +36,10 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
   std::shared_ptr<const ExecutionPlan> plan = cache.find(key);
   if (plan) {
     metrics::add(metrics::Counter::kCachedCompile, device);
+    if (graph_dumps_wanted()) {
+      save_graph_on_first_hit(graph, global_ordinal,
+                              metrics::counter_total(metrics::Counter::kMarkStep, device).value);
+    }
     return plan;
   }
   metrics::add(metrics::Counter::kUncachedCompile, device);

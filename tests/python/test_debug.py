@@ -151,6 +151,29 @@ def test_compiled_graphs_are_saved_per_device(tmp_path, fmt):
         assert "full() ints=[2] reals=[2] : float32[]" in text and "full() ints=[3] reals=[3] : float32[]" in text
 
 
+# One graph on two devices: device 0 compiles it, device 1 hits the cache.
+SAME_GRAPH_ON_TWO_DEVICES = """
+import numpy as np
+import ordo
+for device in (0, 1):
+    for _ in range(2):
+        y = ordo.tensor(np.arange(3, dtype=np.float32), device=device) * 2.0
+        ordo._C.mark_step(device)
+print(y.numpy())
+"""
+
+
+def test_a_graph_another_device_compiled_is_saved_once_in_this_ones_file(tmp_path):
+    path = tmp_path / "graphs"
+    run(SAME_GRAPH_ON_TWO_DEVICES, ORDO_SAVE_GRAPHS_FILE=str(path))
+    entries = [(tmp_path / f"graphs.{device}").read_text().split("## ordo graph: ")[1:] for device in (0, 1)]
+    assert [len(e) for e in entries] == [1, 1], entries
+    assert entries[0][0].startswith("device 0, graph ") and entries[1][0].startswith("device 1, graph ")
+    # The same graph: the same hash and lines, each file under its own device.
+    assert entries[0][0].split(", step ")[0].split("graph ")[1] == entries[1][0].split(", step ")[0].split("graph ")[1]
+    assert entries[0][0].split("\n", 1)[1] == entries[1][0].split("\n", 1)[1]
+
+
 def test_a_bad_graph_format_is_a_warning_and_text_is_saved(tmp_path):
     path = tmp_path / "graphs"
     result = run(TWO_DEVICES, ORDO_SAVE_GRAPHS_FILE=str(path), ORDO_SAVE_GRAPHS_FMT="svg")
