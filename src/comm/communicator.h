@@ -3,7 +3,6 @@
 // conformance tests; the in-process backend is the reference.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -11,13 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/steady_clock.h"
 #include "device/buffer.h"
 #include "ir/collective_attrs.h"
 #include "ir/ops.h"
 
 namespace ordo::comm {
 
-// When a participant met its peers, as the backend saw it (steady clock,
+// When a participant met its peers, as the backend saw it (steady_now_ns,
 // ns since its epoch): the wait is all_arrived_ns - arrived_ns, the data
 // movement what follows. Filled only by a collective that succeeds.
 struct CollectiveTiming {
@@ -25,11 +25,6 @@ struct CollectiveTiming {
   int64_t all_arrived_ns = 0;  // the last member of its group did
   int last_device = -1;        // that member's global ordinal (this device, if it came last)
 };
-
-inline int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // One participant's part in a collective.
 struct CollectiveCall {

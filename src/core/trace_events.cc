@@ -10,6 +10,7 @@
 
 #include "core/metrics.h"
 #include "core/spin_lock.h"
+#include "core/steady_clock.h"
 
 namespace ordo::trace_events {
 namespace internal {
@@ -89,10 +90,7 @@ bool valid_slot(int slot) { return slot >= 0 && slot < metrics::kMaxSlots; }
 
 }  // namespace
 
-int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_ns() noexcept { return steady_now_ns(); }
 
 void record(int slot, const Event& event) noexcept {
   if (!on() || !valid_slot(slot)) return;
