@@ -137,7 +137,7 @@ enum class UnaryResult { kSame, kFloating, kBool };
 
 struct UnaryCase {
   const char* name;
-  Tensor (*op)(const Tensor&);
+  Tensor (*op)(const Tensor&, Caller);
   double (*reference)(double);
   UnaryResult result;  // kSame ops reject bool; kFloating computes ints in float32
   Domain domain;
@@ -187,10 +187,10 @@ TEST_P(ElementwiseOpsTest, UnaryOpsMatchTheStdLibrary) {
         const HostArray x = sample(shape, dtype, /*salt=*/1, c.domain);
         const std::string what = std::string(c.name) + " of " + describe(shape, dtype);
         if (c.result == UnaryResult::kSame && dtype == kBool) {
-          EXPECT_THROW(c.op(to_tensor(x, dtype)), DTypeError) << what;
+          EXPECT_THROW(c.op(to_tensor(x, dtype), Caller::current()), DTypeError) << what;
           continue;
         }
-        expect(what, c.op(to_tensor(x, dtype)), unary_result(c.result, dtype),
+        expect(what, c.op(to_tensor(x, dtype), Caller::current()), unary_result(c.result, dtype),
                map1(x, c.reference));
       }
     }
@@ -203,7 +203,7 @@ TEST_P(ElementwiseOpsTest, UnaryOpsHandleSpecialFloats) {
   const HostArray x = values_of({9}, {NAN, inf, -inf, 0.0, -0.0, 100, -200, 0x1p-100, -1.5});
   for (const UnaryCase& c : kUnaryCases) {
     for (DType dtype : {kFloat32, kFloat64}) {
-      expect(std::string(c.name) + " " + std::string(dtype_name(dtype)), c.op(to_tensor(x, dtype)),
+      expect(std::string(c.name) + " " + std::string(dtype_name(dtype)), c.op(to_tensor(x, dtype), Caller::current()),
              unary_result(c.result, dtype), map1(x, c.reference));
     }
   }
@@ -219,7 +219,7 @@ TEST_P(ElementwiseOpsTest, UnaryOpsOfOddAndBlockedSizesMatchTheStdLibrary) {
       if (c.result == UnaryResult::kBool && dtype != kInt32) continue;
       for (const Shape& shape : {Shape{1}, Shape{5}, Shape{33}, Shape{7, 1}, Shape{3 * 65536 + 17}}) {
         const HostArray x = sample(shape, dtype, /*salt=*/2, c.domain);
-        expect(std::string(c.name) + " of " + describe(shape, dtype), c.op(to_tensor(x, dtype)),
+        expect(std::string(c.name) + " of " + describe(shape, dtype), c.op(to_tensor(x, dtype), Caller::current()),
                unary_result(c.result, dtype), map1(x, c.reference));
       }
     }
@@ -270,7 +270,7 @@ enum class BinaryResult { kPromoted, kTrueDivision, kBool };
 
 struct BinaryCase {
   const char* name;
-  Tensor (*op)(const Tensor&, const Tensor&);
+  Tensor (*op)(const Tensor&, const Tensor&, Caller);
   double (*reference)(double, double);
   BinaryResult result;
   bool rejects_two_bools;
@@ -347,10 +347,10 @@ TEST_P(ElementwiseOpsTest, BinaryOpsBroadcastAndPromoteLikeNumpy) {
         const std::string what = std::string(c.name) + "(" + describe(shape_a, dtype_a) + ", " +
                                  describe(shape_b, dtype_b) + ")";
         if (c.rejects_two_bools && dtype_a == kBool && dtype_b == kBool) {
-          EXPECT_THROW(c.op(ta, tb), DTypeError) << what;
+          EXPECT_THROW(c.op(ta, tb, Caller::current()), DTypeError) << what;
           continue;
         }
-        expect(what, c.op(ta, tb), binary_result(c.result, dtype_a, dtype_b),
+        expect(what, c.op(ta, tb, Caller::current()), binary_result(c.result, dtype_a, dtype_b),
                broadcast_map({a, b}, [&c](const Values& v) { return c.reference(v[0], v[1]); }));
       }
     }
@@ -376,7 +376,7 @@ TEST_P(ElementwiseOpsTest, BinaryOpsBroadcastOverManyBlocks) {
         const HostArray a = sample(shape_a, dtype, /*salt=*/5, Domain::kNonNegative);
         const HostArray b = sample(shape_b, dtype, /*salt=*/6, c.rhs_domain);
         expect(std::string(c.name) + "(" + describe(shape_a, dtype) + ", " + describe(shape_b, dtype) + ")",
-               c.op(to_tensor(a, dtype), to_tensor(b, dtype)), binary_result(c.result, dtype, dtype),
+               c.op(to_tensor(a, dtype), to_tensor(b, dtype), Caller::current()), binary_result(c.result, dtype, dtype),
                broadcast_map({a, b}, [&c](const Values& v) { return c.reference(v[0], v[1]); }));
       }
     }

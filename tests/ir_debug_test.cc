@@ -4,9 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/source_location.h"
 #include "ir/node.h"
+#include "lazy/tensor_impl.h"
+#include "ordo/autograd.h"
+#include "ordo/nn_ops.h"
 #include "spmd.h"
 #include "test_util.h"
 
@@ -106,6 +112,93 @@ TEST_F(CollectiveIrDebugTest, GraphDumpsShowTheLines) {
   const std::string plain = dump_pending_graph(0);
   EXPECT_NE(plain.find("all_reduce("), std::string::npos) << plain;
   EXPECT_EQ(plain.find(" at "), std::string::npos) << plain;
+  drop_pending_graph(0);
+}
+
+// The line recorded by t's node, or -1 for none (-2: t is data, no node).
+int line_of(const Tensor& t) {
+  if (!t.impl()->value.node) return -2;
+  const SourceLocation* where = t.impl()->value.node->location();
+  return where == nullptr ? -1 : where->line;
+}
+
+// The lines of every node t's value is made of, down to the nodes of made.
+std::unordered_set<int> lines_of_graph(const Tensor& t, const std::vector<const ir::Node*>& made) {
+  std::unordered_set<int> lines;
+  std::vector<const ir::Node*> todo = {t.impl()->value.node.get()};
+  std::unordered_set<const ir::Node*> seen(made.begin(), made.end());
+  while (!todo.empty()) {
+    const ir::Node* node = todo.back();
+    todo.pop_back();
+    if (!seen.insert(node).second) continue;
+    lines.insert(node->location() == nullptr ? -1 : node->location()->line);
+    for (const ir::Value& operand : node->operands()) todo.push_back(operand.node.get());
+  }
+  return lines;
+}
+
+// Every C++ op records its caller's line: functions, operators, methods
+// (from_vector and rand_normal upload data, trace nothing); and the ops an op makes in turn (the casts of a promotion, softmax's
+// exp and sum) record the user's line, not ordo's.
+TEST_F(CollectiveIrDebugTest, EveryCxxOpRecordsItsCallersLine) {
+  std::vector<std::pair<Tensor, int>> made;
+  auto at = [&made](Tensor t, int line) {
+    made.emplace_back(t, line);
+    return t;
+  };
+  const Tensor x = at(ones({2, 3}), __LINE__);
+  const Tensor v = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});  // data, not an op
+  const Tensor i = at(arange(0, 3, 1), __LINE__);
+  at(full({2}, 1.5, DType::kFloat64), __LINE__);
+  at(random_uniform({3}, full({}, 7, DType::kInt64)), __LINE__);
+  at(x + v, __LINE__);
+  at(x - 2.0, __LINE__);
+  at(3 * x, __LINE__);
+  at(-x, __LINE__);
+  at(x / v, __LINE__);
+  at(add(x, cast(i, DType::kFloat32)), __LINE__);
+  at(reshape(x, {3, 2}), __LINE__);
+  at(exp(x), __LINE__);
+  at(where(gt(x, v), x, v), __LINE__);
+  at(sum(x, {1}), __LINE__);
+  at(argmax(v), __LINE__);
+  at(matmul(x, transpose(v, 0, 1)), __LINE__);
+  at(slice(v, 1, 0, 2), __LINE__);
+  at(concat({x, v}, 0), __LINE__);
+  at(index_select(v, 1, i), __LINE__);
+  at(one_hot(i, 3), __LINE__);
+  at(softmax(v, -1), __LINE__);
+  at(gelu(v, "tanh"), __LINE__);
+  at(clamp(v, 2.0, 4.0), __LINE__);
+  at(all_reduce(ReduceType::kSum, v), __LINE__);
+  for (const auto& [t, line] : made) EXPECT_EQ(line_of(t), line) << "the op of line " << line;
+
+  std::vector<const ir::Node*> inputs = {x.impl()->value.node.get(), v.impl()->value.node.get(),
+                                         i.impl()->value.node.get()};
+  const int int_plus_float = __LINE__ + 1;
+  const Tensor promoted = i + x;  // casts i, and broadcasts
+  EXPECT_EQ(lines_of_graph(promoted, inputs), std::unordered_set<int>{int_plus_float});
+  const int softmax_line = __LINE__ + 1;
+  const Tensor p = log_softmax(v, 0);
+  EXPECT_EQ(lines_of_graph(p, inputs), std::unordered_set<int>{softmax_line});
+
+  // backward(): the gradient's nodes are the backward call's.
+  Tensor w = from_vector<float>({1, 2, 3}, {3});
+  w.set_requires_grad();
+  const Tensor loss = sum(w * w);
+  inputs.push_back(w.impl()->value.node.get());
+  inputs.push_back(loss.impl()->value.node.get());
+  const int backward_line = __LINE__ + 1;
+  loss.backward();
+  EXPECT_EQ(lines_of_graph(w.grad(), inputs).count(backward_line), 1u);
+  EXPECT_EQ(lines_of_graph(w.grad(), inputs).count(-1), 0u);
+  drop_pending_graph(0);
+
+  set_ir_debug_enabled(false);
+  const Tensor y = ones({2});
+  EXPECT_EQ(line_of(y), -1);
+  EXPECT_EQ(line_of(y + y), -1);
+  EXPECT_EQ(line_of(softmax(y, -1)), -1);
   drop_pending_graph(0);
 }
 

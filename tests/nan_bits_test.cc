@@ -42,14 +42,14 @@ std::vector<Bits<T>> bits_of(const Tensor& t) {
 // with fusion the column cuts the group into rows of `length`, so op runs
 // once per row; without it op runs over one flat row of rows * length.
 template <typename T>
-std::vector<Bits<T>> nan_pair_bits(Tensor (*op)(const Tensor&, const Tensor&), int64_t rows, int64_t length,
+std::vector<Bits<T>> nan_pair_bits(Tensor (*op)(const Tensor&, const Tensor&, Caller), int64_t rows, int64_t length,
                                    bool fuse) {
   set_schedule(0, {ScheduleMode::kDefault, 0, fuse});
   const DType dtype = dtype_of<T>();
   Tensor x = from_vector(std::vector<T>(rows * length, std::numeric_limits<T>::quiet_NaN()), {rows, length});
   Tensor s = from_vector(std::vector<T>{negative_nan<T>()}, {});
   Tensor column = full({rows, 1}, 1, dtype);
-  Tensor y = mul(op(x, s), column);
+  Tensor y = mul(op(x, s, Caller::current()), column);
   mark_step();
   return bits_of<T>(y);
 }
@@ -87,7 +87,8 @@ void expect_first_nan_wins() {
         const Tensor dense_b = from_vector(std::vector<T>(n, b), {n});
         const Tensor one_a = from_vector(std::vector<T>{a}, {});
         const Tensor one_b = from_vector(std::vector<T>{b}, {});
-        for (const Tensor& result : {op(dense_a, dense_b), op(dense_a, one_b), op(one_a, dense_b)}) {
+        for (const Tensor& result : {op(dense_a, dense_b, Caller::current()), op(dense_a, one_b, Caller::current()),
+                                     op(one_a, dense_b, Caller::current())}) {
           for (T x : result.to_vector<T>()) {
             ASSERT_TRUE(std::isnan(x));
             ASSERT_EQ(sign_of(x), first_negative);

@@ -55,7 +55,7 @@ enum class ReduceResult { kSum, kMean, kSame, kIndex };
 
 struct ReduceCase {
   const char* name;
-  Tensor (*op)(const Tensor&, const Axes&, bool);
+  Tensor (*op)(const Tensor&, const Axes&, bool, Caller);
   double (*reference)(const Values&);  // the reduced values in row-major order
   ReduceResult result;
   bool needs_elements;  // no identity: reducing an empty axis is an error
@@ -114,10 +114,10 @@ class ReductionTest : public testing::OpsTest {
           const std::string what = std::string(c.name) + " of " + describe(x.shape, dtype) +
                                    " over " + describe_axes(axes, keepdim);
           if (c.needs_elements && reduces_an_empty_axis(x.shape, axes)) {
-            EXPECT_THROW(c.op(tx, axes, keepdim), InvalidArgument) << what;
+            EXPECT_THROW(c.op(tx, axes, keepdim, Caller::current()), InvalidArgument) << what;
             continue;
           }
-          expect(what, c.op(tx, axes, keepdim), reduce_result(c.result, dtype),
+          expect(what, c.op(tx, axes, keepdim, Caller::current()), reduce_result(c.result, dtype),
                  testing::reduce_reference(x, axes, keepdim, c.reference));
         }
       }

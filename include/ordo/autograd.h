@@ -31,11 +31,12 @@ namespace ordo {
 // output's shape and dtype) with respect to each input, which must require
 // a gradient; an input output does not depend on gets zeros. Nothing
 // accumulates into .grad().
-std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed = {});
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed = {},
+                         Caller caller = Caller::current());
 // Several outputs: the sum of their gradients (seeds: one per output, or
 // empty when every output has one element).
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& seeds);
+                         const std::vector<Tensor>& seeds, Caller caller = Caller::current());
 
 // Whether ops of the calling thread record gradients (on by default).
 bool is_grad_enabled();

@@ -22,7 +22,6 @@
 
 #include <functional>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,31 +43,31 @@ using ReplicaGroups = std::vector<std::vector<int>>;
 
 // One tensor: a new tensor holding the scaled reduction over the group.
 Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale = 1.0,
-                  const ReplicaGroups& groups = {}, std::source_location where = std::source_location::current());
+                  const ReplicaGroups& groups = {}, Caller caller = Caller::current());
 // A list: reduced in place (each handle rebound) as one coalesced collective.
 void all_reduce_inplace(ReduceType reduce, std::vector<Tensor>& inputs, double scale = 1.0,
-                        const ReplicaGroups& groups = {}, std::source_location where = std::source_location::current());
+                        const ReplicaGroups& groups = {}, Caller caller = Caller::current());
 // Concatenates the group's inputs along dim, in rank order.
 Tensor all_gather(const Tensor& input, int64_t dim = 0, const ReplicaGroups& groups = {},
-                  std::source_location where = std::source_location::current());
+                  Caller caller = Caller::current());
 // Rank r gets shard r (along scatter_dim) of the scaled reduction;
 // shard_count must equal the group size.
 Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int64_t scatter_dim,
-                      int64_t shard_count, const ReplicaGroups& groups = {}, std::source_location where = std::source_location::current());
+                      int64_t shard_count, const ReplicaGroups& groups = {}, Caller caller = Caller::current());
 // Splits along split_dimension into split_count chunks (the group size),
 // sends chunk j to rank j, and concatenates what arrives along
 // concat_dimension in rank order.
 Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_dimension,
-                  int64_t split_count, const ReplicaGroups& groups = {}, std::source_location where = std::source_location::current());
+                  int64_t split_count, const ReplicaGroups& groups = {}, Caller caller = Caller::current());
 // pairs of [source, target] global ordinals, each device the source of one
 // pair at most and the target of one at most, in any order; a device that
 // is no target gets zeros.
 Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs,
-                          std::source_location where = std::source_location::current());
+                          Caller caller = Caller::current());
 // In place: every device of a group gets the root's tensors (root_ordinal is
 // a global ordinal); a group without the root gets zeros, as in torch_xla.
 void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal = 0,
-                          const ReplicaGroups& groups = {}, std::source_location where = std::source_location::current());
+                          const ReplicaGroups& groups = {}, Caller caller = Caller::current());
 
 // ---- The host-side exchange. ----
 

@@ -3,7 +3,12 @@
 // graph dumps and collective errors show it:
 //
 //   ordo::set_ir_debug_enabled(true);  // or ORDO_IR_DEBUG=1 in the environment
+//   ordo::Tensor y = ordo::softmax(x * 2.0, -1);  // every node of it: this line
 //   ordo::Tensor s = ordo::all_reduce(ordo::ReduceType::kSum, x);  // recorded at this line
+//
+// Every op takes its caller's line through a defaulted last parameter
+// (ordo::Caller, ordo/tensor.h); a function of yours that wraps ops can take
+// one too and pass it on, so that its callers' lines are recorded.
 //   // a peer that runs another line's collective here: CollectiveMismatchError
 //   // "... device 0 runs all_reduce(sum, scale 1) of float32[4] at train.cc:12 but ..."
 //

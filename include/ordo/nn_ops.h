@@ -20,43 +20,45 @@ namespace ordo {
 
 // exp(x) / sum(exp(x)) along dim, stable for large x (x - max(x) first).
 // A row of only -inf (or holding +inf) gives nan, as in torch.
-Tensor softmax(const Tensor& x, int64_t dim);
+Tensor softmax(const Tensor& x, int64_t dim, Caller caller = Caller::current());
 // x - logsumexp(x, dim): a row of only -inf gives nan, as in torch.
-Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim, Caller caller = Caller::current());
 // log(sum(exp(x))) over dims (empty: every dim), stable: the max of the
 // reduced elements (0 where it is infinite) is taken out first. Reducing
 // only -inf, or nothing, gives -inf; +inf gives +inf.
-Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
+                 Caller caller = Caller::current());
 
 // Variance over dims (empty: every dim): sum((x - mean)^2) / (N - correction),
 // correction 1 being Bessel's (torch's unbiased=True). N <= correction gives
 // inf or nan, as in torch. Floating x only.
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1,
-           bool keepdim = false);
+           bool keepdim = false, Caller caller = Caller::current());
 Tensor std(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1,
-           bool keepdim = false);
+           bool keepdim = false, Caller caller = Caller::current());
 
 // min(max(x, min), max) with either bound absent (an undefined Tensor, or
 // nullopt); bounds broadcast against x and promote with it. The gradient
 // reaches x where min <= x <= max (bounds included), a tensor bound where x
 // is beyond it, as in torch 1.13.
-Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);
-Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max, Caller caller = Caller::current());
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max,
+             Caller caller = Caller::current());
 
 // x * Phi(x): approximate "none" through erf, "tanh" through torch's tanh
 // formula. Anything else is an InvalidArgument.
-Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+Tensor gelu(const Tensor& x, std::string_view approximate = "none", Caller caller = Caller::current());
 
 // Uniform in [low, high) of dtype (float32 or float64) on seed's device;
 // seed is a 0-d int64 tensor whose value is read when the graph runs, so a
 // new seed each step compiles nothing new. Element i depends only on (seed,
 // i): rand_uniform(shape, s, low, high, dtype) gives the same bits.
 Tensor random_uniform(const Shape& shape, const Tensor& seed, double low = 0.0, double high = 1.0,
-                      DType dtype = DType::kFloat32);
+                      DType dtype = DType::kFloat32, Caller caller = Caller::current());
 
 // Zeroes each element of x with probability p and scales the rest by
 // 1 / (1 - p) (mask: random_uniform(seed) >= p). p = 0 returns x, p = 1
 // returns x * 0, as torch; p outside [0, 1] is an InvalidArgument.
-Tensor dropout(const Tensor& x, double p, const Tensor& seed);
+Tensor dropout(const Tensor& x, double p, const Tensor& seed, Caller caller = Caller::current());
 
 }  // namespace ordo

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@
 #include "ordo/error.h"
 
 namespace ordo {
+
+// Where the caller's code is: the last parameter of every op, defaulted to
+// the call's line, so that IR debug (ordo/ir_debug.h) records it. Leave it
+// out; a function that wraps ops passes its own caller on.
+using Caller = std::source_location;
 
 namespace lazy {
 class TensorImpl;
@@ -83,7 +89,7 @@ class Tensor {
   // Accumulates d(this)/d(leaf) into the grad() of every leaf this depends
   // on that requires a gradient. Without gradient, this must have one
   // element; else gradient has this tensor's shape and dtype.
-  void backward(const Tensor& gradient = {}) const;
+  void backward(const Tensor& gradient = {}, Caller caller = Caller::current()) const;
   // The same value, without gradient history.
   Tensor detach() const;
 
@@ -99,132 +105,153 @@ class Tensor {
 // other device that does not exist is an InvalidArgument. ----
 
 // Copies nbytes = numel * dtype_size(dtype) bytes from data.
-Tensor from_host(const void* data, DType dtype, const Shape& shape, int device = -1);
+Tensor from_host(const void* data, DType dtype, const Shape& shape, int device = -1,
+                 Caller caller = Caller::current());
 
 template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape, int device = -1) {
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, int device = -1,
+                   Caller caller = Caller::current()) {
   const int64_t numel = checked_shape_size("from_vector", shape, dtype_of<T>()).numel;
   ORDO_ARG_CHECK(static_cast<int64_t>(values.size()) == numel, "from_vector: ", values.size(),
                  " values for shape ", shape_to_string(shape));
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());
-    return from_host(bytes.data(), DType::kBool, shape, device);
+    return from_host(bytes.data(), DType::kBool, shape, device, caller);
   } else {
-    return from_host(values.data(), dtype_of<T>(), shape, device);
+    return from_host(values.data(), dtype_of<T>(), shape, device, caller);
   }
 }
 
 // value must fit dtype (Scalar::fits): full({2}, int64_t{1} << 31, kInt32)
 // throws OutOfRange, a NaN fill of an integer dtype InvalidArgument.
-Tensor full(const Shape& shape, Scalar value, DType dtype, int device = -1);
-Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, int device = -1);
-Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, int device = -1);
+Tensor full(const Shape& shape, Scalar value, DType dtype, int device = -1, Caller caller = Caller::current());
+Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, int device = -1, Caller caller = Caller::current());
+Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, int device = -1, Caller caller = Caller::current());
 // [start, stop) by step, like numpy.arange. Every value of an integer range
 // must fit dtype (else OutOfRange).
 Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::kInt64,
-              int device = -1);
+              int device = -1, Caller caller = Caller::current());
 // Seeded random numbers: the same seed gives the same numbers on every run
 // and every machine (a counter-based generator, independent of threads).
 Tensor rand_uniform(const Shape& shape, uint64_t seed, double low = 0.0, double high = 1.0,
-                    DType dtype = DType::kFloat32, int device = -1);
+                    DType dtype = DType::kFloat32, int device = -1, Caller caller = Caller::current());
 Tensor rand_normal(const Shape& shape, uint64_t seed, double mean = 0.0, double stddev = 1.0,
-                   DType dtype = DType::kFloat32, int device = -1);
+                   DType dtype = DType::kFloat32, int device = -1, Caller caller = Caller::current());
 
 // ---- Elementwise. Binary ops broadcast like numpy and promote dtypes
 // (bool < int32 < int64 < float32 < float64). ----
 
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor erf(const Tensor& x);  // the Gauss error function; integers compute in float32
-Tensor relu(const Tensor& x);
-Tensor logical_not(const Tensor& x);
+Tensor neg(const Tensor& x, Caller caller = Caller::current());
+Tensor abs(const Tensor& x, Caller caller = Caller::current());
+Tensor exp(const Tensor& x, Caller caller = Caller::current());
+Tensor log(const Tensor& x, Caller caller = Caller::current());
+Tensor sqrt(const Tensor& x, Caller caller = Caller::current());
+Tensor rsqrt(const Tensor& x, Caller caller = Caller::current());
+Tensor tanh(const Tensor& x, Caller caller = Caller::current());
+Tensor sigmoid(const Tensor& x, Caller caller = Caller::current());
+// The Gauss error function; integers compute in float32.
+Tensor erf(const Tensor& x, Caller caller = Caller::current());
+Tensor relu(const Tensor& x, Caller caller = Caller::current());
+Tensor logical_not(const Tensor& x, Caller caller = Caller::current());
 
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor add(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor sub(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor mul(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+// True division: integers give float32.
+Tensor div(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
 // Integer results: a negative exponent fails the graph with an
 // ExecutionError, as numpy raises ("integers to negative integer powers").
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
-Tensor cast(const Tensor& x, DType dtype);
+Tensor pow(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor maximum(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor minimum(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor eq(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor ne(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor lt(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor le(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor gt(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor ge(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor logical_and(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor logical_or(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Caller caller = Caller::current());
+Tensor cast(const Tensor& x, DType dtype, Caller caller = Caller::current());
 
 // A scalar operand becomes a 0-d tensor of the other operand's dtype when its
 // kind fits (an integer scalar with a float tensor), else of its own kind;
 // scalar_dtype says which. The value must fit that dtype (else OutOfRange,
 // as numpy 2 refuses int32_array + 2**32).
 DType scalar_dtype(Scalar value, DType other);
-Tensor scalar_like(Scalar value, const Tensor& other);
+Tensor scalar_like(Scalar value, const Tensor& other, Caller caller = Caller::current());
 
 // ---- Reductions. An empty axes list reduces every axis; negative axes count
 // from the end. ----
 
-Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
-Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
-Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
-Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
+           Caller caller = Caller::current());
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
+            Caller caller = Caller::current());
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
+           Caller caller = Caller::current());
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
+           Caller caller = Caller::current());
 // Index (int64) of the first maximum within the reduced axes, counted
 // row-major over those axes.
-Tensor argmax(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
+              Caller caller = Caller::current());
 
 // ---- Linear algebra and movement. ----
 
 // numpy.matmul: 1-D, 2-D and batched (batch dimensions broadcast).
-Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b, Caller caller = Caller::current());
 // One dimension may be -1 (inferred).
-Tensor reshape(const Tensor& x, const Shape& shape);
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
-Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor reshape(const Tensor& x, const Shape& shape, Caller caller = Caller::current());
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Caller caller = Caller::current());
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Caller caller = Caller::current());
 // Python slice semantics on one axis: start/stop are clamped, step > 0.
-Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
-Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
-Tensor broadcast_to(const Tensor& x, const Shape& shape);
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1,
+             Caller caller = Caller::current());
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis, Caller caller = Caller::current());
+Tensor broadcast_to(const Tensor& x, const Shape& shape, Caller caller = Caller::current());
 // Picks whole slices of x along axis by a 1-D integer index. Indices count
 // from the end when negative, like numpy.take (-1 is the last slice); one
 // outside [-size, size) fails the graph with an ExecutionError naming it.
-Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index, Caller caller = Caller::current());
 // torch.gather: out[i][j] = x[index[i][j]][j] for axis 0; index has x's rank.
 // Negative indices count from the end, as in index_select.
-Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index, Caller caller = Caller::current());
 // torch.scatter_add: out = self, then out[index[i][j]][j] += src[i][j] for
 // axis 0 (index and src of one shape, no larger than self off the axis),
 // added in the index's row-major order; negative indices as in gather.
-Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src);
+Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src,
+                   Caller caller = Caller::current());
 // torch.index_add: out = self, then the slices of src along axis are added
 // at the slices index (1-D) names.
-Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src);
-Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::kInt64);
+Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src,
+                 Caller caller = Caller::current());
+Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::kInt64, Caller caller = Caller::current());
 
 // ---- Operators. ----
 
-inline Tensor operator-(const Tensor& x) { return neg(x); }
-inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-inline Tensor operator+(const Tensor& a, Scalar b) { return add(a, scalar_like(b, a)); }
-inline Tensor operator-(const Tensor& a, Scalar b) { return sub(a, scalar_like(b, a)); }
-inline Tensor operator*(const Tensor& a, Scalar b) { return mul(a, scalar_like(b, a)); }
-inline Tensor operator/(const Tensor& a, Scalar b) { return div(a, scalar_like(b, a)); }
-inline Tensor operator+(Scalar a, const Tensor& b) { return add(scalar_like(a, b), b); }
-inline Tensor operator-(Scalar a, const Tensor& b) { return sub(scalar_like(a, b), b); }
-inline Tensor operator*(Scalar a, const Tensor& b) { return mul(scalar_like(a, b), b); }
-inline Tensor operator/(Scalar a, const Tensor& b) { return div(scalar_like(a, b), b); }
+// An operator's tensor operand, with the line of the expression: an operator
+// cannot take a defaulted Caller, but the implicit conversion to this type
+// can, at the user's line.
+struct TensorOperand {
+  TensorOperand(const Tensor& tensor, Caller caller = Caller::current()) : tensor(tensor), caller(caller) {}
+  const Tensor& tensor;  // lives to the end of the operator's expression
+  Caller caller;
+};
+
+Tensor operator-(TensorOperand x);
+Tensor operator+(TensorOperand a, const Tensor& b);
+Tensor operator-(TensorOperand a, const Tensor& b);
+Tensor operator*(TensorOperand a, const Tensor& b);
+Tensor operator/(TensorOperand a, const Tensor& b);
+Tensor operator+(TensorOperand a, Scalar b);
+Tensor operator-(TensorOperand a, Scalar b);
+Tensor operator*(TensorOperand a, Scalar b);
+Tensor operator/(TensorOperand a, Scalar b);
+Tensor operator+(Scalar a, TensorOperand b);
+Tensor operator-(Scalar a, TensorOperand b);
+Tensor operator*(Scalar a, TensorOperand b);
+Tensor operator/(Scalar a, TensorOperand b);
 
 }  // namespace ordo

@@ -1,4 +1,5 @@
 // ordo/autograd.h and the autograd methods of ordo::Tensor.
+#include "core/source_location.h"
 #include "autograd/engine.h"
 #include "lazy/tensor_impl.h"
 #include "lazy/trace.h"
@@ -62,7 +63,8 @@ void Tensor::set_grad(const Tensor& grad) {
   state_of(impl).grad = grad;
 }
 
-void Tensor::backward(const Tensor& gradient) const {
+void Tensor::backward(const Tensor& gradient, Caller caller) const {
+  const ScopedUserLocation here(caller);
   autograd::Targets targets;
   targets.accumulate_into_leaves = true;
   const Tensor seeds[] = {gradient};
@@ -71,7 +73,8 @@ void Tensor::backward(const Tensor& gradient) const {
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& seeds) {
+                         const std::vector<Tensor>& seeds, Caller caller) {
+  const ScopedUserLocation here(caller);
   autograd::Targets targets;
   for (const Tensor& input : inputs) {
     ORDO_ARG_CHECK(input.defined(), "grad: an input is undefined");
@@ -86,7 +89,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return grads;
 }
 
-std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed) {
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed, Caller caller) {
+  const ScopedUserLocation here(caller);
   return grad(std::vector<Tensor>{output}, inputs, seed.defined() ? std::vector<Tensor>{seed} : std::vector<Tensor>{});
 }
 

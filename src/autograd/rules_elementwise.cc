@@ -91,13 +91,14 @@ namespace {
 
 // maximum and minimum: the operand that lost (a_lost(a, b) for a, a_lost(b,
 // a) for b) gets nothing, a tie gives each half.
-Gradients extreme_of_two(const BackwardCall& call, Tensor (*a_lost)(const Tensor&, const Tensor&)) {
+Gradients extreme_of_two(const BackwardCall& call, Tensor (*a_lost)(const Tensor&, const Tensor&, Caller)) {
   const Tensor g = call.grad();
   const Tensor& a = call.input(0);
   const Tensor& b = call.input(1);
   const Tensor zero = zero_like(g);
   const Tensor shared = where(eq(a, b), g / 2.0, g);
-  return to_operands(call, where(a_lost(a, b), zero, shared), where(a_lost(b, a), zero, shared));
+  return to_operands(call, where(a_lost(a, b, Caller::current()), zero, shared),
+                     where(a_lost(b, a, Caller::current()), zero, shared));
 }
 
 }  // namespace

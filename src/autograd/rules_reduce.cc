@@ -22,9 +22,11 @@ Tensor spread(const BackwardCall& call, const Tensor& g) {
 
 // max and min as PyTorch 1.13's amax/amin (and max() without a dim): the
 // gradient is shared evenly by the elements equal to the result.
-Gradients extreme(const BackwardCall& call, Tensor (*reduce)(const Tensor&, const std::vector<int64_t>&, bool)) {
+Gradients extreme(const BackwardCall& call,
+                  Tensor (*reduce)(const Tensor&, const std::vector<int64_t>&, bool, Caller)) {
   const Tensor& x = call.input(0);
-  const Tensor hit = cast(eq(x, broadcast_to(reduce(x, reduced_axes(call), true), x.shape())), x.dtype());
+  const Tensor extremes = reduce(x, reduced_axes(call), true, Caller::current());
+  const Tensor hit = cast(eq(x, broadcast_to(extremes, x.shape())), x.dtype());
   const Tensor ties = broadcast_to(sum(hit, reduced_axes(call), true), x.shape());
   return {spread(call, call.grad()) / ties * hit};
 }

@@ -60,8 +60,8 @@ const SourceLocation* intern_source_location(std::string_view file, int line) {
 void set_ir_debug_enabled(bool enabled) { source_location_internal::g_ir_debug.store(enabled); }
 bool ir_debug_enabled() { return ir_debug_on(); }
 
-ScopedUserLocation::ScopedUserLocation(const std::source_location& where) {
-  if (!ir_debug_on() || t_location != nullptr) return;
+void ScopedUserLocation::enter(const std::source_location& where) {
+  if (t_location != nullptr || where.line() == 0) return;
   t_location = intern_source_location(where.file_name(), static_cast<int>(where.line()));
   set_ = true;
 }
@@ -72,9 +72,7 @@ ScopedUserLocation::ScopedUserLocation(const SourceLocation* where) {
   set_ = true;
 }
 
-ScopedUserLocation::~ScopedUserLocation() {
-  if (set_) t_location = nullptr;
-}
+void ScopedUserLocation::leave() { t_location = nullptr; }
 
 void set_user_location_provider(UserLocationProvider provider) { g_provider.store(provider); }
 

@@ -42,16 +42,26 @@ extern std::atomic<bool> g_ir_debug;
 inline bool ir_debug_on() { return source_location_internal::g_ir_debug.load(std::memory_order_relaxed); }
 
 // Sets the thread's user location for its scope, unless IR debug is off or
-// an outer scope set one already (the outermost caller is the user).
+// an outer scope set one already (the outermost caller is the user). Every
+// public op opens one, so with IR debug off it costs one relaxed load. A
+// default-constructed std::source_location (line 0: the Python binding's,
+// whose user line comes from the provider) sets nothing.
 class ScopedUserLocation {
  public:
-  explicit ScopedUserLocation(const std::source_location& where);
+  explicit ScopedUserLocation(const std::source_location& where) {
+    if (ir_debug_on()) enter(where);
+  }
   explicit ScopedUserLocation(const SourceLocation* where);
-  ~ScopedUserLocation();
+  ~ScopedUserLocation() {
+    if (set_) leave();
+  }
   ScopedUserLocation(const ScopedUserLocation&) = delete;
   ScopedUserLocation& operator=(const ScopedUserLocation&) = delete;
 
  private:
+  void enter(const std::source_location& where);
+  void leave();
+
   bool set_ = false;
 };
 

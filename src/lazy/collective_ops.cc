@@ -182,22 +182,21 @@ std::vector<Tensor> all_reduce_list(ReduceType reduce, const std::vector<Tensor>
   return {results.begin(), results.end()};
 }
 
-Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale, const ReplicaGroups& groups,
-                  std::source_location where) {
-  const ScopedUserLocation here(where);
+Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale, const ReplicaGroups& groups, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor* in[] = {&input};
   return std::move(all_reduce_of(reduce, in, scale, groups).front());
 }
 
 void all_reduce_inplace(ReduceType reduce, std::vector<Tensor>& inputs, double scale,
-                        const ReplicaGroups& groups, std::source_location where) {
-  const ScopedUserLocation here(where);
+                        const ReplicaGroups& groups, Caller caller) {
+  const ScopedUserLocation here(caller);
   std::vector<Tensor> results = all_reduce_list(reduce, inputs, scale, groups);
   for (size_t i = 0; i < inputs.size(); ++i) inputs[i].assign(results[i]);
 }
 
-Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups, std::source_location where) {
-  const ScopedUserLocation here(where);
+Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor* in[] = {&input};
   Traced at = prepare("all_gather", in, groups, true);
   ORDO_ARG_CHECK(input.dim() >= 1, "all_gather: the input must have rank >= 1");
@@ -210,8 +209,8 @@ Tensor all_gather(const Tensor& input, int64_t dim, const ReplicaGroups& groups,
 }
 
 Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int64_t scatter_dim,
-                      int64_t shard_count, const ReplicaGroups& groups, std::source_location where) {
-  const ScopedUserLocation here(where);
+                      int64_t shard_count, const ReplicaGroups& groups, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor* in[] = {&input};
   Traced at = prepare("reduce_scatter", in, groups, true);
   check_reduce("reduce_scatter", reduce, input.dtype(), scale);
@@ -230,8 +229,8 @@ Tensor reduce_scatter(ReduceType reduce, const Tensor& input, double scale, int6
 }
 
 Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_dimension,
-                  int64_t split_count, const ReplicaGroups& groups, std::source_location where) {
-  const ScopedUserLocation here(where);
+                  int64_t split_count, const ReplicaGroups& groups, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor* in[] = {&input};
   Traced at = prepare("all_to_all", in, groups, true);
   ORDO_ARG_CHECK(input.dim() >= 1, "all_to_all: the input must have rank >= 1");
@@ -249,9 +248,8 @@ Tensor all_to_all(const Tensor& input, int64_t split_dimension, int64_t concat_d
   return record(OpKind::kAllToAll, in, {{input.dtype(), std::move(shape)}}, std::move(attrs)).front();
 }
 
-Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs,
-                          std::source_location where) {
-  const ScopedUserLocation here(where);
+Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, int>>& pairs, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor* in[] = {&input};
   const Traced at = prepare("collective_permute", in, {}, false);
   check_pairs(pairs, at.world);
@@ -264,8 +262,8 @@ Tensor collective_permute(const Tensor& input, const std::vector<std::pair<int, 
 }
 
 void collective_broadcast(std::vector<Tensor>& tensors, int root_ordinal, const ReplicaGroups& groups,
-                          std::source_location where) {
-  const ScopedUserLocation here(where);
+                          Caller caller) {
+  const ScopedUserLocation here(caller);
   const std::vector<const Tensor*> in = pointers(tensors);
   Traced at = prepare("collective_broadcast", in, groups, false);
   ORDO_ARG_CHECK(root_ordinal >= 0 && root_ordinal < at.world, "collective_broadcast: root ",

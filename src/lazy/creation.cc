@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/source_location.h"
 #include "core/counter_random.h"
 #include "device/buffer.h"
 #include "core/metrics.h"
@@ -101,7 +102,8 @@ void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype)
 
 }  // namespace
 
-Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) {
+Tensor from_host(const void* data, DType dtype, const Shape& shape, int device, Caller caller) {
+  const ScopedUserLocation here(caller);
   checked_shape_size("from_host", shape, dtype);
   const int ordinal = runtime::resolve_device(device);
   metrics::ScopedTimer timer(metrics::Metric::kTransferToDeviceTime, ordinal);
@@ -115,16 +117,24 @@ Tensor from_host(const void* data, DType dtype, const Shape& shape, int device) 
   return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
 }
 
-Tensor full(const Shape& shape, Scalar value, DType dtype, int device) {
+Tensor full(const Shape& shape, Scalar value, DType dtype, int device, Caller caller) {
+  const ScopedUserLocation here(caller);
   check_fits("full", value, dtype);
   return lazy::trace_leaf(ir::OpKind::kFull, runtime::resolve_device(device), {dtype, shape},
                           scalar_attrs({value}));
 }
 
-Tensor zeros(const Shape& shape, DType dtype, int device) { return full(shape, 0, dtype, device); }
-Tensor ones(const Shape& shape, DType dtype, int device) { return full(shape, 1, dtype, device); }
+Tensor zeros(const Shape& shape, DType dtype, int device, Caller caller) {
+  const ScopedUserLocation here(caller);
+  return full(shape, 0, dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, int device, Caller caller) {
+  const ScopedUserLocation here(caller);
+  return full(shape, 1, dtype, device);
+}
 
-Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
+Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device, Caller caller) {
+  const ScopedUserLocation here(caller);
   ORDO_DTYPE_CHECK(dtype != DType::kBool, "arange: dtype bool is not a range type");
   const std::pair<const char*, Scalar> numbers[] = {{"start", start}, {"stop", stop}, {"step", step}};
   for (const auto& [name, value] : numbers) {
@@ -141,7 +151,8 @@ Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device) {
 }
 
 Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,
-                    int device) {
+                    int device, Caller caller) {
+  const ScopedUserLocation here(caller);
   ORDO_ARG_CHECK(low <= high, "rand_uniform: low ", low, " is above high ", high);
   return random_tensor("rand_uniform", shape, dtype, device, [&]<typename T>(uint64_t i, std::type_identity<T>) {
     return uniform_sample<T>(seed, i, low, high);
@@ -149,7 +160,8 @@ Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, 
 }
 
 Tensor rand_normal(const Shape& shape, uint64_t seed, double mean, double stddev, DType dtype,
-                   int device) {
+                   int device, Caller caller) {
+  const ScopedUserLocation here(caller);
   ORDO_ARG_CHECK(stddev >= 0, "rand_normal: stddev must not be negative, got ", stddev);
   // Box-Muller over two independent uniforms per element.
   return random_tensor("rand_normal", shape, dtype, device, [&]<typename T>(uint64_t i, std::type_identity<T>) {

@@ -1,6 +1,7 @@
 // The matmul builder: numpy.matmul over the kernel's batched 2-D form.
 #include <algorithm>
 
+#include "core/source_location.h"
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 
@@ -8,7 +9,8 @@ namespace ordo {
 
 // numpy.matmul. The kernel takes 1-D operands as numpy does (a row on the
 // left, a column on the right), so no reshapes are traced around it.
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor* in[] = {&a, &b};
   lazy::common_device("matmul", in);
   ORDO_ARG_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: operands must have rank >= 1, got ",

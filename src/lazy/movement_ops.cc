@@ -2,6 +2,7 @@
 // indexing and one_hot.
 #include <algorithm>
 
+#include "core/source_location.h"
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 
@@ -21,7 +22,8 @@ int common_device(std::string_view what, std::initializer_list<const Tensor*> in
 
 }  // namespace
 
-Tensor reshape(const Tensor& x, const Shape& shape) {
+Tensor reshape(const Tensor& x, const Shape& shape, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("reshape", {&x});
   Shape out = shape;
   auto inferred = out.end();
@@ -50,7 +52,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return lazy::trace1(OpKind::kReshape, {&x}, {x.dtype(), std::move(out)});
 }
 
-Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("permute", {&x});
   ORDO_ARG_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: ", dims.size(),
                  " dims given for a tensor of rank ", x.dim());
@@ -65,7 +68,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   return lazy::trace1(OpKind::kPermute, {&x}, {x.dtype(), std::move(out)}, {std::move(perm), {}, false});
 }
 
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("transpose", {&x});
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < x.dim(); ++i) perm.push_back(i);
@@ -74,7 +78,8 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   return permute(x, perm);
 }
 
-Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("slice", {&x});
   ORDO_ARG_CHECK(step >= 1, "slice: step must be positive, got ", step);
   const int64_t a = lazy::normalize_axis("slice", axis, x.dim());
@@ -87,7 +92,8 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t
   return lazy::trace1(OpKind::kSlice, {&x}, {x.dtype(), std::move(out)}, {{a, first, step}, {}, false});
 }
 
-Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis, Caller caller) {
+  const ScopedUserLocation here(caller);
   ORDO_ARG_CHECK(!xs.empty(), "concat: no tensors given");
   std::vector<const Tensor*> inputs;
   for (const Tensor& x : xs) inputs.push_back(&x);
@@ -120,7 +126,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   return lazy::trace(OpKind::kConcat, inputs, std::move(outputs), {{a}, {}, false}).front();
 }
 
-Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+Tensor broadcast_to(const Tensor& x, const Shape& shape, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("broadcast_to", {&x});
   checked_shape_size("broadcast_to", shape, x.dtype());
   ORDO_ARG_CHECK(x.dim() <= static_cast<int64_t>(shape.size()) &&
@@ -130,7 +137,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return lazy::trace1(OpKind::kBroadcastTo, {&x}, {x.dtype(), shape});
 }
 
-Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("index_select", {&x, &index});
   check_index_dtype("index_select", index);
   ORDO_ARG_CHECK(index.dim() == 1, "index_select: the index must be 1-D, got shape ",
@@ -141,7 +149,8 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   return lazy::trace1(OpKind::kIndexSelect, {&x, &index}, {x.dtype(), std::move(out)}, {{a}, {}, false});
 }
 
-Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("gather", {&x, &index});
   check_index_dtype("gather", index);
   ORDO_ARG_CHECK(index.dim() == x.dim(), "gather: the index has rank ", index.dim(),
@@ -155,7 +164,8 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   return lazy::trace1(OpKind::kGather, {&x, &index}, {x.dtype(), index.shape()}, {{a}, {}, false});
 }
 
-Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src) {
+Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("scatter_add", {&self, &index, &src});
   check_index_dtype("scatter_add", index);
   ORDO_DTYPE_CHECK(src.dtype() == self.dtype(), "scatter_add: src is ", dtype_name(src.dtype()), ", self ",
@@ -173,7 +183,8 @@ Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const 
   return lazy::trace1(OpKind::kScatterAdd, {&self, &index, &src}, {self.dtype(), self.shape()}, {{a}, {}, false});
 }
 
-Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src) {
+Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("index_add", {&self, &index, &src});
   check_index_dtype("index_add", index);
   ORDO_ARG_CHECK(index.dim() == 1, "index_add: the index must be 1-D, got shape ", shape_to_string(index.shape()));
@@ -188,7 +199,8 @@ Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Te
   return scatter_add(self, a, broadcast_to(reshape(index, along), expected), src);
 }
 
-Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
+Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype, Caller caller) {
+  const ScopedUserLocation here(caller);
   common_device("one_hot", {&indices});
   check_index_dtype("one_hot", indices);
   ORDO_ARG_CHECK(depth >= 0, "one_hot: depth must not be negative, got ", depth);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numbers>
 
+#include "core/source_location.h"
 #include "lazy/shape_inference.h"
 #include "ordo/nn_ops.h"
 
@@ -52,14 +53,16 @@ int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& axes) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& x, int64_t dim, Caller caller) {
+  const ScopedUserLocation here(caller);
   return reduce_along("softmax", floating("softmax", x), {dim}, [](const Tensor& v, const std::vector<int64_t>& axes) {
     const Tensor e = exp(v - max_to_take_out(v, axes));
     return e / sum(e, axes, true);
   });
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x, int64_t dim, Caller caller) {
+  const ScopedUserLocation here(caller);
   return reduce_along("log_softmax", floating("log_softmax", x), {dim},
                       [](const Tensor& v, const std::vector<int64_t>& axes) {
                         const Tensor shifted = v - max_to_take_out(v, axes);
@@ -67,7 +70,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
                       });
 }
 
-Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   return reduce_along("logsumexp", floating("logsumexp", x), dims,
                       [keepdim](const Tensor& v, const std::vector<int64_t>& axes) {
                         // An infinite max is not taken out (inf - inf would be nan): torch's rule.
@@ -79,7 +83,8 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
                       });
 }
 
-Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   ORDO_DTYPE_CHECK(is_floating(defined("var", x).dtype()), "var: needs a float32 or float64 tensor, got ",
                    dtype_name(x.dtype()));
   return reduce_along("var", x, dims, [&](const Tensor& v, const std::vector<int64_t>& axes) {
@@ -89,14 +94,16 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
   });
 }
 
-Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   return sqrt(var(x, dims, correction, keepdim));
 }
 
 // Two wheres rather than maximum/minimum, so that x's gradient (through the
 // where's untaken branch) reaches x at a bound too, as torch's does.
 // Forward this is min(max(x, min), max), nan in x staying nan.
-Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max, Caller caller) {
+  const ScopedUserLocation here(caller);
   defined("clamp", x);
   ORDO_ARG_CHECK(min.defined() || max.defined(), "clamp: at least one of min and max must be given");
   Tensor out = x;
@@ -105,12 +112,14 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
   return out;
 }
 
-Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max, Caller caller) {
+  const ScopedUserLocation here(caller);
   defined("clamp", x);
   return clamp(x, min ? scalar_like(*min, x) : Tensor(), max ? scalar_like(*max, x) : Tensor());
 }
 
-Tensor gelu(const Tensor& x, std::string_view approximate) {
+Tensor gelu(const Tensor& x, std::string_view approximate, Caller caller) {
+  const ScopedUserLocation here(caller);
   const Tensor v = floating("gelu", x);
   if (approximate == "none") return v * 0.5 * (1.0 + erf(v * (std::numbers::sqrt2 / 2)));
   ORDO_ARG_CHECK(approximate == "tanh", "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");

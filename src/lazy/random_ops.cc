@@ -1,6 +1,7 @@
 // Builders of random numbers made when the graph runs (RandomUniform) and of
 // dropout over them. The seed is an operand, a 0-d int64 tensor: device data
 // hashes by type only, so a new seed each step reuses the compiled plan.
+#include "core/source_location.h"
 #include "lazy/trace.h"
 #include "ordo/nn_ops.h"
 
@@ -17,7 +18,8 @@ void check_seed(std::string_view what, const Tensor& seed) {
 
 }  // namespace
 
-Tensor random_uniform(const Shape& shape, const Tensor& seed, double low, double high, DType dtype) {
+Tensor random_uniform(const Shape& shape, const Tensor& seed, double low, double high, DType dtype, Caller caller) {
+  const ScopedUserLocation here(caller);
   check_seed("random_uniform", seed);
   ORDO_DTYPE_CHECK(is_floating(dtype), "random_uniform: dtype must be float32 or float64, got ", dtype_name(dtype));
   ORDO_ARG_CHECK(low <= high, "random_uniform: low ", low, " is above high ", high);
@@ -28,7 +30,8 @@ Tensor random_uniform(const Shape& shape, const Tensor& seed, double low, double
   return lazy::trace1(ir::OpKind::kRandomUniform, {&seed}, {dtype, shape}, std::move(attrs));
 }
 
-Tensor dropout(const Tensor& x, double p, const Tensor& seed) {
+Tensor dropout(const Tensor& x, double p, const Tensor& seed, Caller caller) {
+  const ScopedUserLocation here(caller);
   ORDO_ARG_CHECK(x.defined(), "dropout: the input tensor is undefined");
   ORDO_DTYPE_CHECK(is_floating(x.dtype()), "dropout: needs a float32 or float64 tensor, got ", dtype_name(x.dtype()));
   ORDO_ARG_CHECK(p >= 0 && p <= 1, "dropout: p must be in [0, 1], got ", p);

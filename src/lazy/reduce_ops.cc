@@ -1,4 +1,5 @@
 // Builders of reductions.
+#include "core/source_location.h"
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 
@@ -29,27 +30,32 @@ void check_not_empty(std::string_view what, const Tensor& x, const std::vector<i
 
 }  // namespace
 
-Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   const DType out = is_floating(x.dtype()) ? x.dtype() : DType::kInt64;
   return reduce(OpKind::kSum, x, axes, keepdim, out);
 }
 
-Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   const DType out = is_floating(x.dtype()) ? x.dtype() : DType::kFloat32;
   return reduce(OpKind::kMean, cast(x, out), axes, keepdim, out);
 }
 
-Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   check_not_empty("max", x, axes);
   return reduce(OpKind::kMax, x, axes, keepdim, x.dtype());
 }
 
-Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   check_not_empty("min", x, axes);
   return reduce(OpKind::kMin, x, axes, keepdim, x.dtype());
 }
 
-Tensor argmax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor argmax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Caller caller) {
+  const ScopedUserLocation here(caller);
   check_not_empty("argmax", x, axes);
   return reduce(OpKind::kArgmax, x, axes, keepdim, DType::kInt64);
 }

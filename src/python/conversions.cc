@@ -162,7 +162,7 @@ Tensor number_tensor(std::string_view what, const Number& n, const Tensor* like,
       (n.wide || !n.value.fits(dtype))) {
     dtype = DType::kInt64;
   }
-  return full({}, scalar_for(what, n, dtype), dtype, device);
+  return full({}, scalar_for(what, n, dtype), dtype, device, kPythonCaller);
 }
 
 [[noreturn]] void throw_not_an_operand(std::string_view what, py::handle value) {
@@ -214,7 +214,7 @@ Tensor tensor_from_array(const py::array& source, int device) {
     array = py::array(source.attr("astype")(stored, py::arg("order") = "C"));
   }
   Shape shape(array.shape(), array.shape() + array.ndim());
-  return from_host(array.data(), dtype, shape, device);
+  return from_host(array.data(), dtype, shape, device, kPythonCaller);
 }
 
 Scalar scalar_argument(std::string_view what, py::handle value, DType dtype) {

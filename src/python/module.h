@@ -16,6 +16,10 @@ namespace ordo::python {
 
 namespace py = pybind11;
 
+// The Caller the bindings pass to ops: no C++ line, since the user's line is
+// the calling Python frame, which IR debug reads itself (source_lines.h).
+inline constexpr Caller kPythonCaller{};
+
 void bind_errors(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);

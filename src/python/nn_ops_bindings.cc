@@ -20,21 +20,30 @@ Tensor clamp_bound(std::string_view which, py::handle bound, const Tensor& x) {
 }  // namespace
 
 void bind_nn_ops(py::module_& m) {
-  m.def("softmax", &softmax, py::arg("x"), py::arg("dim"));
-  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("dim"));
-  m.def("logsumexp", &logsumexp, py::arg("x"), py::arg("dims"), py::arg("keepdim"));
-  m.def("var", &var, py::arg("x"), py::arg("dims"), py::arg("correction"), py::arg("keepdim"));
-  m.def("std", &ordo::std, py::arg("x"), py::arg("dims"), py::arg("correction"), py::arg("keepdim"));
+  m.def("softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim, kPythonCaller); }, py::arg("x"),
+        py::arg("dim"));
+  m.def("log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim, kPythonCaller); },
+        py::arg("x"), py::arg("dim"));
+  m.def("logsumexp", [](const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+    return logsumexp(x, dims, keepdim, kPythonCaller);
+  }, py::arg("x"), py::arg("dims"), py::arg("keepdim"));
+  m.def("var", [](const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+    return var(x, dims, correction, keepdim, kPythonCaller);
+  }, py::arg("x"), py::arg("dims"), py::arg("correction"), py::arg("keepdim"));
+  m.def("std", [](const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+    return ordo::std(x, dims, correction, keepdim, kPythonCaller);
+  }, py::arg("x"), py::arg("dims"), py::arg("correction"), py::arg("keepdim"));
   m.def("clamp", [](const Tensor& x, py::handle min, py::handle max) {
-    return clamp(x, clamp_bound("clamp: min", min, x), clamp_bound("clamp: max", max, x));
+    return clamp(x, clamp_bound("clamp: min", min, x), clamp_bound("clamp: max", max, x), kPythonCaller);
   }, py::arg("x"), py::arg("min"), py::arg("max"));
-  m.def("gelu", [](const Tensor& x, const std::string& approximate) { return gelu(x, approximate); },
+  m.def("gelu", [](const Tensor& x, const std::string& approximate) { return gelu(x, approximate, kPythonCaller); },
         py::arg("x"), py::arg("approximate"));
   m.def("random_uniform", [](const Shape& shape, const Tensor& seed, double low, double high,
                              const py::object& dtype) {
-    return random_uniform(shape, seed, low, high, dtype_from_numpy(py::dtype::from_args(dtype)));
+    return random_uniform(shape, seed, low, high, dtype_from_numpy(py::dtype::from_args(dtype)), kPythonCaller);
   }, py::arg("shape"), py::arg("seed"), py::arg("low"), py::arg("high"), py::arg("dtype"));
-  m.def("dropout", &dropout, py::arg("x"), py::arg("p"), py::arg("seed"));
+  m.def("dropout", [](const Tensor& x, double p, const Tensor& seed) { return dropout(x, p, seed, kPythonCaller); },
+        py::arg("x"), py::arg("p"), py::arg("seed"));
 }
 
 }  // namespace ordo::python

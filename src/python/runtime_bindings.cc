@@ -89,28 +89,28 @@ void bind_runtime(py::module_& m) {
 
   m.def("all_reduce", [](const std::string& reduce, const Tensor& x, double scale,
                          const std::optional<ReplicaGroups>& groups) {
-    return all_reduce(parse_reduce_type(reduce), x, scale, to_groups(groups));
+    return all_reduce(parse_reduce_type(reduce), x, scale, to_groups(groups), kPythonCaller);
   }, TracingWithoutGil());
   m.def("all_reduce_inplace", [](const std::string& reduce, std::vector<Tensor> xs, double scale,
                                  const std::optional<ReplicaGroups>& groups) {
-    all_reduce_inplace(parse_reduce_type(reduce), xs, scale, to_groups(groups));
+    all_reduce_inplace(parse_reduce_type(reduce), xs, scale, to_groups(groups), kPythonCaller);
   }, TracingWithoutGil());
   m.def("all_gather", [](const Tensor& x, int64_t dim, const std::optional<ReplicaGroups>& groups) {
-    return all_gather(x, dim, to_groups(groups));
+    return all_gather(x, dim, to_groups(groups), kPythonCaller);
   }, TracingWithoutGil());
   m.def("reduce_scatter", [](const std::string& reduce, const Tensor& x, double scale, int64_t dim,
                              int64_t shards, const std::optional<ReplicaGroups>& groups) {
-    return reduce_scatter(parse_reduce_type(reduce), x, scale, dim, shards, to_groups(groups));
+    return reduce_scatter(parse_reduce_type(reduce), x, scale, dim, shards, to_groups(groups), kPythonCaller);
   }, TracingWithoutGil());
   m.def("all_to_all", [](const Tensor& x, int64_t split, int64_t concat, int64_t count,
                          const std::optional<ReplicaGroups>& groups) {
-    return all_to_all(x, split, concat, count, to_groups(groups));
+    return all_to_all(x, split, concat, count, to_groups(groups), kPythonCaller);
   }, TracingWithoutGil());
   m.def("collective_permute", [](const Tensor& x, const std::vector<std::pair<int, int>>& pairs) {
-    return collective_permute(x, pairs);
+    return collective_permute(x, pairs, kPythonCaller);
   }, TracingWithoutGil());
   m.def("collective_broadcast", [](std::vector<Tensor> xs, int root, const std::optional<ReplicaGroups>& groups) {
-    collective_broadcast(xs, root, to_groups(groups));
+    collective_broadcast(xs, root, to_groups(groups), kPythonCaller);
   }, TracingWithoutGil());
 
   py::class_<CcToken>(m, "CcToken")

@@ -21,16 +21,16 @@ py::array to_numpy(const Tensor& t) {
 
 // Python's protocol: NotImplemented lets the other operand try, then raises
 // "unsupported operand type(s)" naming both types.
-template <Tensor (*Op)(const Tensor&, const Tensor&), bool kReflected, ScalarRule kRule>
+template <Tensor (*Op)(const Tensor&, const Tensor&, Caller), bool kReflected, ScalarRule kRule>
 py::object apply(const char* what, const Tensor& self, py::handle other) {
   if constexpr (Op == &pow && !kReflected) check_integer_exponent(self, other);
   std::optional<Tensor> that = operand_for(what, other, self, kRule);
   if (!that) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-  return py::cast(kReflected ? Op(*that, self) : Op(self, *that));
+  return py::cast(kReflected ? Op(*that, self, kPythonCaller) : Op(self, *that, kPythonCaller));
 }
 
 // `what` names the op in errors.
-template <Tensor (*Op)(const Tensor&, const Tensor&), ScalarRule kRule = ScalarRule::kArithmetic>
+template <Tensor (*Op)(const Tensor&, const Tensor&, Caller), ScalarRule kRule = ScalarRule::kArithmetic>
 void bind_binary(py::class_<Tensor>& cls, const char* what, const char* name, const char* reflected) {
   cls.def(name, [what](const Tensor& self, py::handle other) { return apply<Op, false, kRule>(what, self, other); },
           py::is_operator());
@@ -68,13 +68,13 @@ void bind_tensor(py::module_& m) {
         return g.defined() ? py::cast(g) : py::none();
       }, [](Tensor& t, const std::optional<Tensor>& g) { t.set_grad(g ? *g : Tensor()); })
       .def("backward", [](const Tensor& t, const std::optional<Tensor>& gradient) {
-        t.backward(gradient ? *gradient : Tensor());
+        t.backward(gradient ? *gradient : Tensor(), kPythonCaller);
       }, py::arg("gradient") = py::none(), "Accumulates the gradient of this tensor into every leaf's .grad.")
       .def("detach", &Tensor::detach, "The same value, without gradient history.")
       .def("__hash__", [](const Tensor& t) { return std::hash<const void*>()(t.impl().get()); })
-      .def("__neg__", [](const Tensor& t) { return neg(t); })
-      .def("__abs__", [](const Tensor& t) { return abs(t); })
-      .def("__invert__", [](const Tensor& t) { return logical_not(t); });
+      .def("__neg__", [](const Tensor& t) { return neg(t, kPythonCaller); })
+      .def("__abs__", [](const Tensor& t) { return abs(t, kPythonCaller); })
+      .def("__invert__", [](const Tensor& t) { return logical_not(t, kPythonCaller); });
   bind_binary<add>(cls, "add", "__add__", "__radd__");
   bind_binary<sub>(cls, "sub", "__sub__", "__rsub__");
   bind_binary<mul>(cls, "mul", "__mul__", "__rmul__");

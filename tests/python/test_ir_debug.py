@@ -126,6 +126,7 @@ def test_graph_dumps_show_the_users_line_of_every_op():
     assert sum(line.endswith(at_line(loss_here)) for line in lines) >= 3, text
     assert any("all_reduce(" in line and line.endswith(at_line(reduce_here)) for line in lines), text
     assert "python/ordo/" not in text
+    assert ".cc:" not in text  # no op records a binding's C++ line
 
 
 def test_without_ir_debug_graph_dumps_show_no_lines():
