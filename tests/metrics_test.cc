@@ -51,6 +51,31 @@ TEST_F(MetricsTest, TensorsAreCountedWhenMadeAndDropped) {
   EXPECT_EQ(counter("DestroyTensor"), 3);
 }
 
+// Each thread counts in blocks of its own: threads that trace on one device
+// at once lose no count, a thread's counts outlive it, and a clear takes
+// away what the live threads and the exited ones counted alike.
+TEST_F(MetricsTest, ThreadsTracingOnOneDeviceAtOnceLoseNoCount) {
+  constexpr int kThreads = 4, kTensors = 2000;
+  auto trace_tensors = [] {
+    for (int i = 0; i < kTensors; ++i) Tensor t = zeros({1}, DType::kFloat32, 1);
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back(trace_tensors);
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(counter("CreateTensor", 1), kThreads * kTensors);
+  EXPECT_EQ(counter("DestroyTensor", 1), kThreads * kTensors);
+  EXPECT_EQ(counter("CreateTensor", 0), 0);
+
+  Tensor kept = zeros({1}, DType::kFloat32, 1);  // this thread's block, live
+  clear_counters();
+  EXPECT_EQ(counter_value("CreateTensor", 1), 0);
+  std::thread after(trace_tensors);  // may reuse an exited thread's block
+  after.join();
+  trace_tensors();
+  EXPECT_EQ(counter("CreateTensor", 1), 2 * kTensors);
+  EXPECT_EQ(counter("DestroyTensor"), 2 * kTensors);
+}
+
 TEST_F(MetricsTest, CollectivesAreCountedPerDeviceWithTheirBytes) {
   testing::run_on_devices<int>(2, [](int) {
     Tensor x = ones({8});

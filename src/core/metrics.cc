@@ -2,9 +2,14 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "core/spin_lock.h"
@@ -43,17 +48,84 @@ struct Ring {
   std::vector<Sample> samples;
 };
 
-// The tracing thread adds counters while the worker records metrics: each
-// on its own cache lines.
+// The worker records a device's metrics on cache lines of their own.
 struct Slot {
-  struct alignas(64) Counters {
-    std::array<std::atomic<int64_t>, kCounterCount> values{};
-  } counters;
   struct alignas(64) Metrics {
     SpinLock lock;  // Locking: guards rings
     std::array<Ring, kMetricCount> rings;
   } metrics;
 };
+
+using internal::ThreadCounters;
+using CounterValues = std::array<int64_t, kCounterCount>;
+
+// What a slot's counters hold beyond its live threads' blocks: the counts of
+// threads that have exited, and what clear_counters took away (a block is
+// only ever written by its thread, so a clear cannot zero it).
+struct SlotCounterTotals {
+  CounterValues exited{};
+  CounterValues cleared{};
+};
+
+// Locking: mu guards every member; a leaf lock (taken under none of
+// ordo's, around fork too). Blocks are never freed: a thread's are zeroed
+// and reused by the next thread at its exit.
+struct CounterRegistry {
+  std::mutex mu;
+  std::vector<std::pair<int, ThreadCounters*>> live;  // (slot, block) of every live thread
+  std::vector<ThreadCounters*> unused;
+  std::unordered_map<int, SlotCounterTotals> totals;
+};
+
+CounterRegistry& counter_registry() {
+  static CounterRegistry* registry = new CounterRegistry;  // never destroyed: threads count at exit
+  return *registry;
+}
+
+// The calling thread's blocks; at its exit their counts move to the slots'
+// totals and the blocks to the unused list.
+struct ThreadBlocks {
+  std::vector<std::pair<int, ThreadCounters*>> blocks;
+  ~ThreadBlocks();
+};
+
+thread_local bool t_blocks_gone = false;
+
+ThreadBlocks::~ThreadBlocks() {
+  t_blocks_gone = true;
+  internal::t_slot = -1;
+  internal::t_counters = &internal::g_uncounted;
+  CounterRegistry& registry = counter_registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  for (const auto& [slot, block] : blocks) {
+    CounterValues& exited = registry.totals[slot].exited;
+    for (int c = 0; c < kCounterCount; ++c) {
+      exited[static_cast<size_t>(c)] += block->values[static_cast<size_t>(c)].load(std::memory_order_relaxed);
+      block->values[static_cast<size_t>(c)].store(0, std::memory_order_relaxed);
+    }
+    std::erase(registry.live, std::pair<int, ThreadCounters*>{slot, block});
+    registry.unused.push_back(block);
+  }
+}
+
+ThreadCounters* block_of_this_thread(int slot) {
+  thread_local ThreadBlocks mine;
+  for (const auto& [at, block] : mine.blocks) {
+    if (at == slot) return block;
+  }
+  CounterRegistry& registry = counter_registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  ThreadCounters* block = nullptr;
+  if (registry.unused.empty()) {
+    block = new ThreadCounters;
+  } else {
+    block = registry.unused.back();
+    registry.unused.pop_back();
+  }
+  registry.live.emplace_back(slot, block);
+  mine.blocks.emplace_back(slot, block);
+  return block;
+}
 
 // Slots are made on first use and live as long as the process: a reader
 // never meets one being freed.
@@ -84,9 +156,11 @@ void for_each_slot(int only, Fn&& fn) {
 // their prepare runs last, once those other locks are the forking thread's.
 void lock_slots_for_fork() {
   for_each_slot(-1, [](Slot& s) { s.metrics.lock.lock(); });
+  counter_registry().mu.lock();
 }
 
 void unlock_slots_after_fork() {
+  counter_registry().mu.unlock();
   for_each_slot(-1, [](Slot& s) { s.metrics.lock.unlock(); });
 }
 
@@ -106,12 +180,19 @@ MetricKind kind(Metric metric) { return kMetricKinds[static_cast<int>(metric)]; 
 
 namespace internal {
 
-std::array<std::atomic<std::atomic<int64_t>*>, kMaxSlots> g_counters{};
-
-std::atomic<int64_t>* counters_of(int slot) noexcept {
-  std::atomic<int64_t>* counters = slot_at(slot).counters.values.data();
-  g_counters[static_cast<size_t>(slot)].store(counters, std::memory_order_release);
-  return counters;
+void add_slow(int counter, int slot, int64_t delta) noexcept {
+  if (slot < 0 || slot >= kMaxSlots) return;
+  if (t_blocks_gone) {
+    // A thread_local destroyed after this thread's blocks (a tensor held by one).
+    CounterRegistry& registry = counter_registry();
+    std::lock_guard<std::mutex> lock(registry.mu);
+    registry.totals[slot].exited[static_cast<size_t>(counter)] += delta;
+    return;
+  }
+  t_counters = block_of_this_thread(slot);
+  t_slot = slot;
+  std::atomic<int64_t>& value = t_counters->values[static_cast<size_t>(counter)];
+  value.store(value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
 }
 
 void record(int metric, int slot, double value) noexcept {
@@ -134,10 +215,16 @@ void record(int metric, int slot, double value) noexcept {
 }  // namespace internal
 
 CounterTotal counter_total(Counter counter, int slot) {
+  const auto c = static_cast<size_t>(counter);
+  CounterRegistry& registry = counter_registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
   CounterTotal total;
-  for_each_slot(slot, [&](Slot& s) {
-    total.value += s.counters.values[static_cast<size_t>(counter)].load(std::memory_order_relaxed);
-  });
+  for (const auto& [at, block] : registry.live) {
+    if (slot < 0 || at == slot) total.value += block->values[c].load(std::memory_order_relaxed);
+  }
+  for (const auto& [at, totals] : registry.totals) {
+    if (slot < 0 || at == slot) total.value += totals.exited[c] - totals.cleared[c];
+  }
   return total;
 }
 
@@ -157,9 +244,15 @@ MetricTotal metric_total(Metric metric, int slot) {
 }
 
 void clear_counters() {
-  for_each_slot(-1, [](Slot& s) {
-    for (auto& value : s.counters.values) value.store(0, std::memory_order_relaxed);
-  });
+  CounterRegistry& registry = counter_registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  for (auto& [slot, totals] : registry.totals) totals.cleared = totals.exited;
+  for (const auto& [slot, block] : registry.live) {
+    CounterValues& cleared = registry.totals[slot].cleared;
+    for (int c = 0; c < kCounterCount; ++c) {
+      cleared[static_cast<size_t>(c)] += block->values[static_cast<size_t>(c)].load(std::memory_order_relaxed);
+    }
+  }
 }
 
 void clear_metrics() {

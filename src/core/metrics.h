@@ -4,9 +4,11 @@
 //   metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device);
 //
 // kept per device (its index in this process) so that devices never write
-// one cache line: a device's counters are relaxed atomic adds on its own
-// slot, its metrics' samples a ring under the slot's own lock (metrics are
-// recorded at the rate of graphs and transfers, not of ops). The names are
+// one cache line. A counter is counted by each thread in a block of its
+// own per device (a relaxed load and store, no locked instruction: every
+// traced op counts two, CreateTensor and DestroyTensor), and readers sum the
+// blocks; a device's metrics' samples are a ring under the slot's own lock
+// (metrics are recorded at the rate of graphs and transfers, not of ops). The names are
 // in core/metric_list.def; reading and the report are include/ordo/metrics.h.
 // Built with ORDO_METRICS=0 every call here compiles to nothing: the A/B
 // figure of their cost.
@@ -72,20 +74,31 @@ struct MetricTotal {
 };
 
 namespace internal {
-// Each slot's counters once made (by counters_of, on first use): a counter
-// is counted inline, as every traced op counts two.
-extern std::array<std::atomic<std::atomic<int64_t>*>, kMaxSlots> g_counters;
-std::atomic<int64_t>* counters_of(int slot) noexcept;
+// One thread's counters of one slot: only that thread writes them.
+struct alignas(64) ThreadCounters {
+  std::array<std::atomic<int64_t>, kCounterCount> values{};
+};
+// Where slot -1 (no device) counts: read by nobody.
+inline ThreadCounters g_uncounted;
+// The block of the slot the calling thread counted on last.
+inline thread_local int t_slot = -1;
+inline thread_local ThreadCounters* t_counters = &g_uncounted;
+// Every other case: finds or makes the thread's block of slot (and makes it
+// the last one), or, once the thread's blocks are gone at its exit, counts
+// under the registry's lock.
+void add_slow(int counter, int slot, int64_t delta) noexcept;
 void record(int metric, int slot, double value) noexcept;
 }  // namespace internal
 
 // A slot out of range is no device of this process: nothing is counted.
 inline void add(Counter counter, int slot, int64_t delta = 1) noexcept {
   if constexpr (ORDO_METRICS) {
-    if (slot < 0 || slot >= kMaxSlots) return;
-    std::atomic<int64_t>* counters = internal::g_counters[static_cast<size_t>(slot)].load(std::memory_order_acquire);
-    if (counters == nullptr) counters = internal::counters_of(slot);
-    counters[static_cast<int>(counter)].fetch_add(delta, std::memory_order_relaxed);
+    if (slot == internal::t_slot) {
+      std::atomic<int64_t>& value = internal::t_counters->values[static_cast<size_t>(counter)];
+      value.store(value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    } else {
+      internal::add_slow(static_cast<int>(counter), slot, delta);
+    }
   }
 }
 
