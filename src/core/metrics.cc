@@ -195,20 +195,23 @@ void add_slow(int counter, int slot, int64_t delta) noexcept {
   value.store(value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
 }
 
-void record(int metric, int slot, double value) noexcept {
+void record_all(const Recorded* values, size_t count, int slot) noexcept {
   if (slot < 0 || slot >= kMaxSlots) return;
-  const Sample sample{now_ns(), value};
+  const int64_t when_ns = now_ns();
   Slot::Metrics& metrics = slot_at(slot).metrics;
   std::lock_guard<SpinLock> lock(metrics.lock);
-  Ring& ring = metrics.rings[static_cast<size_t>(metric)];
-  ++ring.total_samples;
-  ring.accumulator += value;
-  if (ring.samples.size() < kKeptSamples) {
-    if (ring.samples.capacity() == 0) ring.samples.reserve(kKeptSamples);
-    ring.samples.push_back(sample);
-  } else {
-    ring.samples[ring.next] = sample;
-    ring.next = (ring.next + 1) % kKeptSamples;
+  for (size_t i = 0; i < count; ++i) {
+    Ring& ring = metrics.rings[static_cast<size_t>(values[i].metric)];
+    const Sample sample{when_ns, values[i].value};
+    ++ring.total_samples;
+    ring.accumulator += sample.value;
+    if (ring.samples.size() < kKeptSamples) {
+      if (ring.samples.capacity() == 0) ring.samples.reserve(kKeptSamples);
+      ring.samples.push_back(sample);
+    } else {
+      ring.samples[ring.next] = sample;
+      ring.next = (ring.next + 1) % kKeptSamples;
+    }
   }
 }
 

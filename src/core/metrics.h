@@ -17,7 +17,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -87,7 +89,16 @@ inline thread_local ThreadCounters* t_counters = &g_uncounted;
 // the last one), or, once the thread's blocks are gone at its exit, counts
 // under the registry's lock.
 void add_slow(int counter, int slot, int64_t delta) noexcept;
-void record(int metric, int slot, double value) noexcept;
+}  // namespace internal
+
+// One sample of a metric.
+struct Recorded {
+  Metric metric;
+  double value;
+};
+
+namespace internal {
+void record_all(const Recorded* values, size_t count, int slot) noexcept;
 }  // namespace internal
 
 // A slot out of range is no device of this process: nothing is counted.
@@ -103,19 +114,41 @@ inline void add(Counter counter, int slot, int64_t delta = 1) noexcept {
 }
 
 inline void record(Metric metric, int slot, double value) noexcept {
-  if constexpr (ORDO_METRICS) internal::record(static_cast<int>(metric), slot, value);
+  if constexpr (ORDO_METRICS) {
+    const Recorded one{metric, value};
+    internal::record_all(&one, 1, slot);
+  }
 }
+
+// Several metrics of one event (a collective's time, wait and bytes): one
+// timestamp and one lock for all of them.
+inline void record_all(std::initializer_list<Recorded> values, int slot) noexcept {
+  if constexpr (ORDO_METRICS) internal::record_all(values.begin(), values.size(), slot);
+}
+
+// The nanoseconds since its construction (0 when built without metrics).
+class Stopwatch {
+ public:
+  Stopwatch() noexcept {
+    if constexpr (ORDO_METRICS) start_ = std::chrono::steady_clock::now();
+  }
+  double elapsed_ns() const noexcept {
+    if constexpr (ORDO_METRICS) {
+      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start_).count();
+    }
+    return 0;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
 
 // Records the nanoseconds from its construction to its destruction.
 class ScopedTimer {
  public:
-  ScopedTimer(Metric metric, int slot) noexcept : metric_(metric), slot_(slot) {
-    if constexpr (ORDO_METRICS) start_ = std::chrono::steady_clock::now();
-  }
+  ScopedTimer(Metric metric, int slot) noexcept : metric_(metric), slot_(slot) {}
   ~ScopedTimer() {
-    if constexpr (ORDO_METRICS) {
-      record(metric_, slot_, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start_).count());
-    }
+    if constexpr (ORDO_METRICS) record(metric_, slot_, stopwatch_.elapsed_ns());
   }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
@@ -123,7 +156,7 @@ class ScopedTimer {
  private:
   Metric metric_;
   int slot_;
-  std::chrono::steady_clock::time_point start_;
+  Stopwatch stopwatch_;
 };
 
 // slot < 0: every slot.

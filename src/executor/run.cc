@@ -61,20 +61,21 @@ void run_collective_step(const PlanStep& step, std::span<const device::Buffer* c
   const int index = device.index();
   comm::CollectiveTiming timing;
   const bool traced = trace_events::on();
-  {
-    metrics::ScopedTimer timer(metrics::Metric::kCollectiveTime, index);
-    step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
-                 &*step.collective, &timing});
-  }
+  const metrics::Stopwatch stopwatch;
+  step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
+               &*step.collective, &timing});
+  const double took_ns = stopwatch.elapsed_ns();
   metrics::add(collective_counter(step.op), index);
-  metrics::record(metrics::Metric::kCollectiveWaitTime, index,
-                  static_cast<double>(std::max<int64_t>(0, timing.all_arrived_ns - timing.arrived_ns)));
   if (timing.last_device == device.ordinal()) metrics::add(metrics::Counter::kCollectiveLastArrival, index);
   double bytes = 0;
   for (const ir::ValueType& type : step.output_types) {
     if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));
   }
-  metrics::record(metrics::Metric::kCollectiveBytes, index, bytes);
+  const auto waited_ns = static_cast<double>(std::max<int64_t>(0, timing.all_arrived_ns - timing.arrived_ns));
+  metrics::record_all({{metrics::Metric::kCollectiveTime, took_ns},
+                       {metrics::Metric::kCollectiveWaitTime, waited_ns},
+                       {metrics::Metric::kCollectiveBytes, bytes}},
+                      index);
   if (traced) trace_collective(step.op, timing, static_cast<int64_t>(bytes), device);
 }
 
