@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/metrics.h"
 #include "ordo/ordo.h"
 
 namespace {
@@ -57,6 +58,36 @@ double trace_ns_per_op() {
     samples.push_back(seconds_since(start) * 1e9 / kOpsPerBatch);
   }
   return median(samples);
+}
+
+// The metrics on a path, measured alone beside the path itself, batch by
+// batch in turn (an A/B of two builds cannot resolve a few percent on a
+// shared machine: BENCHMARKS.md): medians of ns per run of `path` and of
+// `count` (the counter adds the path makes, on device 0's slot; through a
+// std::function call as the path is, which only overstates them).
+struct PathCost {
+  double path_ns;
+  double metrics_ns;
+};
+
+PathCost metrics_cost(int batches, int ops_per_batch, const std::function<void()>& path,
+                      const std::function<void()>& count) {
+  std::vector<double> path_samples, metrics_samples;
+  for (int b = 0; b < batches; ++b) {
+    auto start = Clock::now();
+    for (int i = 0; i < ops_per_batch; ++i) path();
+    path_samples.push_back(seconds_since(start) * 1e9 / ops_per_batch);
+    start = Clock::now();
+    for (int i = 0; i < ops_per_batch; ++i) count();
+    metrics_samples.push_back(seconds_since(start) * 1e9 / ops_per_batch);
+  }
+  return {median(path_samples), median(metrics_samples)};
+}
+
+void print_metrics_cost(const char* what, const PathCost& cost) {
+  const double share = cost.metrics_ns / cost.path_ns;
+  std::printf("  metrics on %-28s %8.2f ns of %8.1f ns = %.2f%%   target <= 3%%  %s\n", what, cost.metrics_ns,
+              cost.path_ns, share * 100, share <= 0.03 ? "MET" : "MISSED");
 }
 
 // A data leaf and nodes - 1 unary ops, with one live result.
@@ -132,6 +163,31 @@ int main() {
   ordo::reset_compile_cache();
   std::printf("tracing one elementwise op (median):     %8.1f ns   target <= 1000 ns  %s\n",
               trace_ns, trace_ns <= 1000 ? "MET" : "MISSED");
+  if constexpr (ORDO_METRICS) {
+    using ordo::metrics::Counter;
+    using ordo::metrics::add;
+    const ordo::Tensor x = ordo::from_vector<float>({1, 2, 3, 4}, {4});
+    auto count_op = [] {
+      add(Counter::kCreateTensor, 0);
+      add(Counter::kDestroyTensor, 0);
+    };
+    std::printf("\nwhat the always-on metrics cost, counted alone beside the path (medians):\n");
+    print_metrics_cost("a traced op:", metrics_cost(200, 1000, [&] { ordo::Tensor y = ordo::add(x, x); }, count_op));
+    ordo::Tensor y = trace_chain(x);
+    ordo::mark_step();
+    ordo::wait_device_ops(0);
+    // The 100-node step traced and cut: 99 ops, then MarkStep and CachedCompile.
+    print_metrics_cost("a traced cache-hit step:", metrics_cost(200, 20, [&] {
+      ordo::Tensor z = trace_chain(x);
+      ordo::mark_step();
+    }, [&] {
+      for (int i = 0; i < 99; ++i) count_op();
+      add(Counter::kMarkStep, 0);
+      add(Counter::kCachedCompile, 0);
+    }));
+    ordo::wait_device_ops(0);
+    ordo::reset_compile_cache();
+  }
   for (bool busy : {true, false}) {
     step_times(1, busy, [] {});  // warm: the plan is cached from here on
     const StepTimes hit = step_times(500, busy, [] {});
