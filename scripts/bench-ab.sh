@@ -15,7 +15,7 @@ if [ "${1:-}" = "--metrics-off" ]; then
   cmake -S . -B build/ab-metrics-off -G Ninja -DORDO_METRICS=OFF -DORDO_BUILD_TESTS=OFF -DORDO_BUILD_PYTHON=OFF >/dev/null
   cmake --build build/ab-metrics-off --target ordo_bench_core ordo_bench_allreduce >/dev/null
   echo "base: $(git rev-parse --short HEAD) without metrics; head: the same with them"
-  exec /usr/bin/python3 bench/ab.py build/ab-metrics-off build --runs "$runs" --target 1.03 --on "tracing|cache hit"
+  exec /usr/bin/python3 bench/ab.py build/ab-metrics-off build --runs "$runs" --target 1.03 --on "tracing|cache hit" --core-only
 fi
 base_rev="${1:-HEAD^}"
 runs="${2:-8}"
