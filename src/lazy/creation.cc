@@ -125,12 +125,10 @@ Tensor full(const Shape& shape, Scalar value, DType dtype, int device, Caller ca
 }
 
 Tensor zeros(const Shape& shape, DType dtype, int device, Caller caller) {
-  const ScopedUserLocation here(caller);
-  return full(shape, 0, dtype, device);
+  return full(shape, 0, dtype, device, caller);
 }
 Tensor ones(const Shape& shape, DType dtype, int device, Caller caller) {
-  const ScopedUserLocation here(caller);
-  return full(shape, 1, dtype, device);
+  return full(shape, 1, dtype, device, caller);
 }
 
 Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device, Caller caller) {
