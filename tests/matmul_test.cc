@@ -259,8 +259,9 @@ TEST_F(MatmulPlanTest, BlocksDependOnTheShapeOnly) {
   };
   EXPECT_EQ(blocks({{64, 64}, {64, 64}, {64, 64}}), 1);  // small: not split
   EXPECT_EQ(blocks({{0, 64}, {64, 64}, {0, 64}}), 0);    // nothing to write
-  EXPECT_EQ(blocks({{256, 256}, {256, 256}, {256, 256}}), 4);
-  EXPECT_EQ(blocks({{2048, 2048}, {2048, 2048}, {2048, 2048}}), 16);
+  EXPECT_EQ(blocks({{256, 256}, {256, 256}, {256, 256}}), 2);    // panels of 128 rows
+  EXPECT_EQ(blocks({{1024, 1024}, {1024, 1024}, {1024, 1024}}), 4);  // of 256
+  EXPECT_EQ(blocks({{2048, 2048}, {2048, 2048}, {2048, 2048}}), 8);
   EXPECT_EQ(blocks({{32, 128, 128}, {32, 128, 128}, {32, 128, 128}}), 32);  // one gemm each
   EXPECT_EQ(blocks({{32, 128, 128}, {128, 128}, {32, 128, 128}}), 16);      // one gemm, 16 panels
   EXPECT_EQ(blocks({{100, 8, 8}, {100, 8, 8}, {100, 8, 8}}), 1);            // many tiny gemms: one block
