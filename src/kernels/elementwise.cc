@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
+#include "kernels/streaming_rows.h"
 #include "kernels/strided_walk.h"
 #include "kernels/vector_math.h"
 
@@ -226,9 +227,11 @@ RowFn where_row(DType result) {
 
 // Covers the output with rows of fn: one row when the shapes allow it,
 // else one per innermost row of a broadcasting walk; in blocks on the
-// free cores when it is large (elementwise_rows.h).
+// free cores when it is large (elementwise_rows.h). One row of an output
+// past the caches is written by op's streaming row function, where it has
+// one (streaming_rows.h).
 template <size_t kArity>
-void run_rows(const KernelArgs& args, RowFn fn) {
+void run_rows(const KernelArgs& args, ir::OpKind op, RowFn fn) {
   const device::Buffer& out = make_output(args);
   if (out.numel == 0) return;
   std::byte* const out_data = out.storage.get();
@@ -243,13 +246,17 @@ void run_rows(const KernelArgs& args, RowFn fn) {
     flat = flat && (in.numel == out.numel || in.numel == 1);
   }
   if (flat) {
+    RowFn flat_fn = fn;
+    if (out.numel * out_size >= kStreamingOutputBytes && args.inputs[0]->dtype == out.dtype) {
+      if (const RowFn streaming = streaming_row_fn(op, out.dtype)) flat_fn = streaming;
+    }
     run_row_blocks(1, out.numel, [&](const RowBlock& block) {
       std::array<RowOperand, kArity> operands;
       for (size_t k = 0; k < kArity; ++k) {
         const bool dense = args.inputs[k]->numel == out.numel;
         operands[k] = {in_data[k] + (dense ? block.first_column * in_size[k] : 0), dense ? 1 : 0};
       }
-      fn(out_data + block.first_column * out_size, block.columns, operands.data());
+      flat_fn(out_data + block.first_column * out_size, block.columns, operands.data());
     });
     return;
   }
@@ -280,12 +287,12 @@ void run_elementwise(const KernelArgs& args) {
   const RowFn fn = row_fn(kOp, args.inputs[0]->dtype, args.output_types[0].dtype);
   switch (args.inputs.size()) {
     case 1:
-      return run_rows<1>(args, fn);
+      return run_rows<1>(args, kOp, fn);
     case 2:
-      return run_rows<2>(args, fn);
+      return run_rows<2>(args, kOp, fn);
   }
   ORDO_CHECK_EQ(args.inputs.size(), 3u, ": the inputs of ", ir::op_name(kOp));
-  return run_rows<3>(args, fn);
+  return run_rows<3>(args, kOp, fn);
 }
 
 RowFn float_math_row(ir::OpKind op, DType dtype) {
