@@ -21,9 +21,13 @@ namespace {
 
 using StreamingRowsTest = testing::OneDeviceTest;
 
+// The unsigned integer of a float's width.
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
 template <typename T>
 T nan_with_payload(uint64_t payload, bool negative) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  using Bits = BitsOf<T>;
   Bits bits;
   T quiet = std::numeric_limits<T>::quiet_NaN();
   std::memcpy(&bits, &quiet, sizeof(T));
@@ -79,8 +83,7 @@ std::vector<Case<T>> cases() {
 
 template <typename T>
 std::string bits_of(T value) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  Bits bits;
+  BitsOf<T> bits;
   std::memcpy(&bits, &value, sizeof(T));
   std::ostringstream out;
   out << value << " (0x" << std::hex << bits << ")";
