@@ -177,9 +177,137 @@ TEST_F(MatmulPlanTest, APermuteThatIsAlsoReadElsewhereRuns) {
     const Tensor c = matmul(xt, ty);
     const auto plan = plan_of({c, other_reader});
     EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 1u);
-    EXPECT_TRUE(matmul_step(*plan).attrs.ints.empty());
+    // The matmul still reads x through the flag: it need not wait for the copy.
+    const executor::PlanStep& step = matmul_step(*plan);
+    EXPECT_EQ(std::vector<int64_t>(step.attrs.ints.begin(), step.attrs.ints.end()), (std::vector<int64_t>{1, 0}));
+    EXPECT_EQ(step.input_slots, plan->parameter_slots);
     testing::expect_close(c, kFloat64, matmul_reference(permute_reference(x, {1, 0}), y, {3, 4}));
   }
+}
+
+std::vector<int64_t> flags_of(const executor::PlanStep& step) {
+  return std::vector<int64_t>(step.attrs.ints.begin(), step.attrs.ints.end());
+}
+
+TEST_F(MatmulPlanTest, ChainsOfTransposesAndSameShapeReshapesFoldIntoOneFlag) {
+  const HostArray x = sample({5, 3}, kFloat64, 1), y = sample({3, 4}, kFloat64, 2);
+  const Tensor tx = to_tensor(x, kFloat64), ty = to_tensor(y, kFloat64);
+  mark_step();
+  // x.T.T is x; a reshape that keeps the shape keeps the operand as it is.
+  const Tensor c = matmul(transpose(transpose(tx, 0, 1), 0, 1), reshape(ty, {3, 4}));
+  auto plan = plan_of({c});
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(flags_of(plan->steps[0]), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(plan->steps[0].input_slots, plan->parameter_slots);
+  testing::expect_close(c, kFloat64, matmul_reference(x, y, {5, 4}));
+  // Three transposes and a reshape between them: one flip. The inner
+  // transpose is also a root, so it runs, but the matmul does not read it.
+  const Tensor inner = transpose(tx, 0, 1);
+  const Tensor d = matmul(reshape(transpose(transpose(inner, 0, 1), 0, 1), {3, 5}), tx);
+  plan = plan_of({d, inner});
+  EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 1u);
+  EXPECT_EQ(flags_of(matmul_step(*plan)), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(matmul_step(*plan).input_slots, (std::vector<int32_t>{plan->parameter_slots[0], plan->parameter_slots[0]}));
+  testing::expect_close(d, kFloat64, matmul_reference(permute_reference(x, {1, 0}), x, {3, 3}));
+  testing::expect_close(inner, kFloat64, permute_reference(x, {1, 0}));
+}
+
+TEST_F(MatmulPlanTest, ATransposedProductRunsAsTheSwappedProduct) {
+  struct Case {
+    Shape a_stored, b_stored;
+    bool transpose_a, transpose_b;
+    Shape product;
+  };
+  const Case cases[] = {
+      {{5, 3}, {3, 4}, false, false, {5, 4}},
+      {{3, 5}, {4, 3}, true, true, {5, 4}},
+      {{3, 5}, {3, 4}, true, false, {5, 4}},
+      {{2, 5, 3}, {3, 4}, false, false, {2, 5, 4}},        // b shared by the batch
+      {{2, 1, 5, 3}, {3, 4, 3}, false, true, {2, 3, 5, 4}},  // broadcast batch dims
+      {{200, 300}, {150, 200}, true, true, {300, 150}},     // several row panels
+  };
+  for (DType dtype : kFloatTypes) {
+    for (const Case& c : cases) {
+      const Operand a{sample(c.a_stored, dtype, 1), c.transpose_a}, b{sample(c.b_stored, dtype, 2), c.transpose_b};
+      const Tensor ta = to_tensor(a.stored, dtype), tb = to_tensor(b.stored, dtype);
+      mark_step();
+      // Through a same-shape reshape, as the autograd rules leave one.
+      const Tensor product =
+          matmul(c.transpose_a ? transpose(ta, -1, -2) : ta, c.transpose_b ? transpose(tb, -1, -2) : tb);
+      const Tensor t = transpose(reshape(product, product.shape()), -1, -2);
+      const auto plan = plan_of({t});
+      SCOPED_TRACE(describe(c.a_stored, dtype) + (c.transpose_a ? ".T" : "") + " @ " + shape_to_string(c.b_stored) +
+                   (c.transpose_b ? ".T" : "") + ", transposed");
+      ASSERT_EQ(plan->steps.size(), 1u);
+      EXPECT_EQ(plan->steps[0].op, ir::OpKind::kMatmul);
+      // b first, each operand flipped.
+      EXPECT_EQ(flags_of(plan->steps[0]), (std::vector<int64_t>{!c.transpose_b, !c.transpose_a}));
+      EXPECT_EQ(plan->steps[0].input_slots, (std::vector<int32_t>{plan->parameter_slots[1], plan->parameter_slots[0]}));
+      const HostArray want = matmul_reference(a.value(), b.value(), c.product);
+      testing::expect_close(t, dtype, permute_reference(want, last_two_swapped(c.product.size())));
+    }
+  }
+}
+
+TEST_F(MatmulPlanTest, AProductReadElsewhereOrOfAVectorIsTransposedAsBefore) {
+  const HostArray x = sample({5, 3}, kFloat64, 1), y = sample({3, 4}, kFloat64, 2), v = sample({3}, kFloat64, 3);
+  const HostArray x3 = sample({2, 5, 3}, kFloat64, 4);
+  const Tensor tx = to_tensor(x, kFloat64), ty = to_tensor(y, kFloat64), tv = to_tensor(v, kFloat64);
+  const Tensor tx3 = to_tensor(x3, kFloat64);
+  mark_step();
+  for (bool root : {true, false}) {  // the product a root, or another op's operand
+    const Tensor product = matmul(tx, ty);
+    const Tensor other_reader = root ? product : exp(product);
+    const Tensor t = transpose(product, 0, 1);
+    const auto plan = plan_of({t, other_reader});
+    EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 1u);
+    EXPECT_EQ(steps_of(*plan, ir::OpKind::kMatmul), 1u);
+    testing::expect_close(t, kFloat64, permute_reference(matmul_reference(x, y, {5, 4}), {1, 0}));
+  }
+  // [2, 5, 3] @ [3] is [2, 5]: its transpose swaps the batch with the rows,
+  // which no swapped product gives.
+  const Tensor t = transpose(matmul(tx3, tv), 0, 1);
+  const auto plan = plan_of({t});
+  EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 1u);
+  testing::expect_close(t, kFloat64, permute_reference(matmul_reference(x3, v, {2, 5}), {1, 0}));
+}
+
+TEST_F(MatmulPlanTest, ASwappedProductIsAValueOtherMatmulsRead) {
+  const HostArray x = sample({5, 3}, kFloat64, 1), y = sample({3, 4}, kFloat64, 2), z = sample({5, 2}, kFloat64, 3);
+  const Tensor tx = to_tensor(x, kFloat64), ty = to_tensor(y, kFloat64), tz = to_tensor(z, kFloat64);
+  mark_step();
+  // (x y)^T z: the transpose runs as y^T x^T, and the outer matmul reads its result as it is.
+  const Tensor c = matmul(transpose(matmul(tx, ty), 0, 1), tz);
+  const auto plan = plan_of({c});
+  EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 0u);
+  ASSERT_EQ(steps_of(*plan, ir::OpKind::kMatmul), 2u);
+  EXPECT_TRUE(flags_of(plan->steps.back()).empty());
+  testing::expect_close(c, kFloat64,
+                        matmul_reference(permute_reference(matmul_reference(x, y, {5, 4}), {1, 0}), z, {4, 2}));
+}
+
+TEST_F(MatmulPlanTest, TheGradientsOfALinearLayerCopyNoTranspose) {
+  // y = x @ w.T, as nn.Linear: dL/dw = (x^T g)^T and dL/dx = g @ w.T.T.
+  const HostArray x = sample({6, 5}, kFloat64, 1), w = sample({4, 5}, kFloat64, 2);
+  Tensor tx = to_tensor(x, kFloat64), tw = to_tensor(w, kFloat64);
+  tx.set_requires_grad();
+  tw.set_requires_grad();
+  mark_step();
+  const std::vector<Tensor> grads = grad(sum(matmul(tx, transpose(tw, 0, 1))), {tx, tw});
+  const auto plan = plan_of(grads);
+  EXPECT_EQ(steps_of(*plan, ir::OpKind::kPermute), 0u);
+  EXPECT_EQ(steps_of(*plan, ir::OpKind::kMatmul), 2u);
+  // With g all ones: dL/dx[i, k] = sum_j w[j, k], dL/dw[j, k] = sum_i x[i, k].
+  HostArray want_x{{6, 5}, std::vector<double>(30, 0.0)}, want_w{{4, 5}, std::vector<double>(20, 0.0)};
+  for (int64_t k = 0; k < 5; ++k) {
+    double column_w = 0, column_x = 0;
+    for (int64_t j = 0; j < 4; ++j) column_w += w.values[j * 5 + k];
+    for (int64_t i = 0; i < 6; ++i) column_x += x.values[i * 5 + k];
+    for (int64_t i = 0; i < 6; ++i) want_x.values[i * 5 + k] = column_w;
+    for (int64_t j = 0; j < 4; ++j) want_w.values[j * 5 + k] = column_x;
+  }
+  testing::expect_close(grads[0], kFloat64, want_x);
+  testing::expect_close(grads[1], kFloat64, want_w);
 }
 
 TEST_F(MatmulPlanTest, OnlyLastTwoDimSwapsOfFloatMatmulsFold) {

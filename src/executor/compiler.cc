@@ -76,7 +76,8 @@ std::vector<int32_t> schedule(const ir::PostOrder& graph, const ScheduleOptions&
 namespace {
 
 // The units in run order: fused groups where options allow, else one node
-// per step; the permutes that matmuls read through are none.
+// per step; the views that matmuls read through, and products run as their
+// transposing permute, are none.
 std::vector<PlanUnit> units_of(const ir::PostOrder& graph, const ScheduleOptions& options,
                                FoldedTransposes& folded) {
   std::vector<int32_t> order = schedule(graph, options);
@@ -142,6 +143,8 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
       first_slot[unit.nodes.front()] = plan->num_slots;
       plan->num_slots += static_cast<int32_t>(first->outputs().size());
       if (const FoldedTransposes::Matmul* matmul = folded.find(unit.nodes.front())) {
+        step.op = ir::OpKind::kMatmul;  // also for a transposing permute run as the swapped product
+        step.kernel = kernels::kernel_for(step.op);
         step.attrs.ints = {matmul->transposed[0], matmul->transposed[1]};
         for (const ir::NodeOutput& operand : matmul->operands) {
           step.input_slots.push_back(slot_of(operand.node, operand.index));
