@@ -1,8 +1,9 @@
 // Float matmul through the BLAS against the plain reference loop: odd,
 // 1-wide, tall and skinny, empty and batched shapes, broadcast batches, 1-D
 // operands and operands transposed through the step's flags; how the
-// compiler folds a transposing permute into the matmul; and that the
-// shape-fixed blocks give bitwise the same product in any order.
+// compiler folds transposes into the matmul, and a transposed product into
+// the swapped product; and that the shape-fixed blocks give bitwise the
+// same product in any order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,13 +95,20 @@ struct Operand {
   }
 };
 
+// op(a) @ op(b), each operand as stored or transposed.
+struct TransposedCase {
+  Shape a_stored, b_stored;
+  bool transpose_a, transpose_b;
+  Shape out;
+
+  std::string name(DType dtype) const {
+    return describe(a_stored, dtype) + (transpose_a ? ".T" : "") + " @ " + shape_to_string(b_stored) +
+           (transpose_b ? ".T" : "");
+  }
+};
+
 TEST_P(MatmulTest, TransposedOperandsFollowNumpy) {
-  struct Case {
-    Shape a_stored, b_stored;
-    bool transpose_a, transpose_b;
-    Shape out;
-  };
-  const Case cases[] = {
+  const TransposedCase cases[] = {
       {{53, 37}, {53, 29}, true, false, {37, 29}},
       {{37, 53}, {29, 53}, false, true, {37, 29}},
       {{53, 37}, {29, 53}, true, true, {37, 29}},
@@ -114,11 +122,10 @@ TEST_P(MatmulTest, TransposedOperandsFollowNumpy) {
       {{6}, {2, 3, 6}, false, true, {2, 3}},
   };
   for (DType dtype : kFloatTypes) {
-    for (const Case& c : cases) {
+    for (const TransposedCase& c : cases) {
       const Operand a{sample(c.a_stored, dtype, 1), c.transpose_a}, b{sample(c.b_stored, dtype, 2), c.transpose_b};
-      expect(describe(c.a_stored, dtype) + (c.transpose_a ? ".T" : "") + " @ " + shape_to_string(c.b_stored) +
-                 (c.transpose_b ? ".T" : ""),
-             matmul(a.traced(dtype), b.traced(dtype)), dtype, matmul_reference(a.value(), b.value(), c.out));
+      expect(c.name(dtype), matmul(a.traced(dtype), b.traced(dtype)), dtype,
+             matmul_reference(a.value(), b.value(), c.out));
     }
   }
   verify();
@@ -213,12 +220,7 @@ TEST_F(MatmulPlanTest, ChainsOfTransposesAndSameShapeReshapesFoldIntoOneFlag) {
 }
 
 TEST_F(MatmulPlanTest, ATransposedProductRunsAsTheSwappedProduct) {
-  struct Case {
-    Shape a_stored, b_stored;
-    bool transpose_a, transpose_b;
-    Shape product;
-  };
-  const Case cases[] = {
+  const TransposedCase cases[] = {
       {{5, 3}, {3, 4}, false, false, {5, 4}},
       {{3, 5}, {4, 3}, true, true, {5, 4}},
       {{3, 5}, {3, 4}, true, false, {5, 4}},
@@ -227,7 +229,7 @@ TEST_F(MatmulPlanTest, ATransposedProductRunsAsTheSwappedProduct) {
       {{200, 300}, {150, 200}, true, true, {300, 150}},     // several row panels
   };
   for (DType dtype : kFloatTypes) {
-    for (const Case& c : cases) {
+    for (const TransposedCase& c : cases) {
       const Operand a{sample(c.a_stored, dtype, 1), c.transpose_a}, b{sample(c.b_stored, dtype, 2), c.transpose_b};
       const Tensor ta = to_tensor(a.stored, dtype), tb = to_tensor(b.stored, dtype);
       mark_step();
@@ -236,15 +238,14 @@ TEST_F(MatmulPlanTest, ATransposedProductRunsAsTheSwappedProduct) {
           matmul(c.transpose_a ? transpose(ta, -1, -2) : ta, c.transpose_b ? transpose(tb, -1, -2) : tb);
       const Tensor t = transpose(reshape(product, product.shape()), -1, -2);
       const auto plan = plan_of({t});
-      SCOPED_TRACE(describe(c.a_stored, dtype) + (c.transpose_a ? ".T" : "") + " @ " + shape_to_string(c.b_stored) +
-                   (c.transpose_b ? ".T" : "") + ", transposed");
+      SCOPED_TRACE(c.name(dtype) + ", transposed");
       ASSERT_EQ(plan->steps.size(), 1u);
       EXPECT_EQ(plan->steps[0].op, ir::OpKind::kMatmul);
       // b first, each operand flipped.
       EXPECT_EQ(flags_of(plan->steps[0]), (std::vector<int64_t>{!c.transpose_b, !c.transpose_a}));
       EXPECT_EQ(plan->steps[0].input_slots, (std::vector<int32_t>{plan->parameter_slots[1], plan->parameter_slots[0]}));
-      const HostArray want = matmul_reference(a.value(), b.value(), c.product);
-      testing::expect_close(t, dtype, permute_reference(want, last_two_swapped(c.product.size())));
+      const HostArray want = matmul_reference(a.value(), b.value(), c.out);
+      testing::expect_close(t, dtype, permute_reference(want, last_two_swapped(c.out.size())));
     }
   }
 }
