@@ -272,6 +272,34 @@ TEST_P(ShapeOpsTest, PermuteAndTransposeMoveAxes) {
   verify();
 }
 
+// Permutes that move the input's contiguous dim away from the last one are
+// copied in tiles of 8 x 8: sizes off the tile, below it, batched planes,
+// the contiguous dim moved to the middle, size-1 dims, every dtype.
+TEST_P(ShapeOpsTest, PermutesCopiedInTilesMatchTheReference) {
+  struct Case {
+    Shape shape;
+    Axes dims;
+  };
+  const Case cases[] = {
+      {{37, 53}, {1, 0}},            // neither side a whole number of tiles
+      {{64, 64}, {1, 0}},            // whole tiles, power-of-two rows
+      {{8, 3}, {1, 0}},              // less than a tile one way
+      {{1, 9}, {1, 0}},              // a 1-wide side
+      {{3, 17, 11}, {0, 2, 1}},      // a batch of planes
+      {{5, 9, 13}, {2, 0, 1}},       // the contiguous dim first
+      {{4, 6, 10}, {1, 2, 0}},       // the contiguous dim in the middle
+      {{2, 3, 1, 12, 5}, {3, 1, 0, 4, 2}},
+  };
+  for (DType dtype : kAllDTypes) {
+    for (const Case& c : cases) {
+      const HostArray x = sample(c.shape, dtype, 7);
+      expect(describe(c.shape, dtype) + " permute " + shape_to_string(c.dims), permute(to_tensor(x, dtype), c.dims),
+             dtype, permute_reference(x, c.dims));
+    }
+  }
+  verify();
+}
+
 // out takes x's slices along axis at the given positions, in order.
 HostArray take_along(const HostArray& x, int64_t axis, const std::vector<int64_t>& positions) {
   const size_t a = static_cast<size_t>(wrap_axis(axis, x.shape.size()));
