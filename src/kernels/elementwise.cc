@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/simd.h"
 #include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/streaming_rows.h"
@@ -30,7 +31,7 @@ struct Operand {
 // without a runtime overlap check. The fixed-width blocks are for -O2
 // builds: GCC 12 there vectorizes loops of known length only.
 template <typename Out, typename F, typename... Ins>
-void map_dense(Out* __restrict dst, int64_t n, const F& f, const Ins* __restrict... src) {
+[[gnu::always_inline]] inline void map_dense(Out* __restrict dst, int64_t n, const F& f, const Ins* __restrict... src) {
   constexpr int64_t kBlock = 8;
   int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
@@ -43,7 +44,7 @@ void map_dense(Out* __restrict dst, int64_t n, const F& f, const Ins* __restrict
 // enough to get dense loops with the scalar bound into the op. Returns
 // whether it applied.
 template <typename Out, typename F, typename A, typename B>
-bool map_row_with_scalar(Out* dst, int64_t n, const F& f, Operand<A> a, Operand<B> b) {
+[[gnu::always_inline]] inline bool map_row_with_scalar(Out* dst, int64_t n, const F& f, Operand<A> a, Operand<B> b) {
   if (a.stride == 0 && b.stride == 1) {
     map_dense(dst, n, [f, x = *a.data](B y) { return f(x, y); }, b.data);
   } else if (a.stride == 1 && b.stride == 0) {
@@ -55,7 +56,7 @@ bool map_row_with_scalar(Out* dst, int64_t n, const F& f, Operand<A> a, Operand<
 }
 
 template <typename Out, typename F, typename... Ins>
-void map_row(Out* dst, int64_t n, const F& f, Operand<Ins>... src) {
+[[gnu::always_inline]] inline void map_row(Out* dst, int64_t n, const F& f, Operand<Ins>... src) {
   if constexpr (sizeof...(Ins) == 2) {
     if (map_row_with_scalar(dst, n, f, src...)) return;
   }
@@ -186,7 +187,7 @@ void row_of(void* dst, int64_t n, const RowOperand* src, std::index_sequence<I..
 }
 
 template <typename F, typename Out, typename... Ins>
-void row(void* dst, int64_t n, const RowOperand* src) {
+ORDO_SIMD_CLONES void row(void* dst, int64_t n, const RowOperand* src) {
   row_of<F, Out, Ins...>(dst, n, src, std::index_sequence_for<Ins...>{});
 }
 
