@@ -181,7 +181,7 @@ struct Select {
 
 // The row function of F over dense operands of types Ins, into Out.
 template <typename F, typename Out, typename... Ins, size_t... I>
-void row_of(void* dst, int64_t n, const RowOperand* src, std::index_sequence<I...>) {
+[[gnu::always_inline]] inline void row_of(void* dst, int64_t n, const RowOperand* src, std::index_sequence<I...>) {
   map_row(static_cast<Out*>(dst), n, F{},
           Operand<Ins>{static_cast<const Ins*>(src[I].data), src[I].stride}...);
 }
