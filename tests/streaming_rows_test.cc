@@ -1,7 +1,8 @@
-// The streaming row functions (kernels/streaming_rows.h), which write the
-// flat outputs of +, -, * and / of 8 MiB and more: bit for bit what the
-// plain rows compute, NaN payloads included, for dense operands and single
-// elements on either side, with a tail that is not a whole vector.
+// The rule of +, -, * and / of floats (the first operand's NaN for + and *,
+// elementwise.cc), bit for bit, NaN payloads included, for dense operands
+// and single elements on either side, with a tail that is not a whole
+// vector: in the streaming row functions (kernels/streaming_rows.h), which
+// write flat outputs of 8 MiB and more, in the plain rows and in fused tiles.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -101,30 +102,45 @@ void expect_bitwise(const std::string& what, const std::vector<T>& got, const st
   }
 }
 
+// op(a, b) of n elements against the rule, each operand dense or a single
+// element; with `fused`, each result goes through `* 1` (exact, and a NaN
+// stays itself), so that the op runs in a fused group's tiles.
 template <typename T>
-void expect_streaming_rows_match() {
-  // Past kStreamingOutputBytes, and 37 elements more: a tail of no whole vector.
-  const int64_t n = kernels::kStreamingOutputBytes / static_cast<int64_t>(sizeof(T)) + 37;
+void expect_rows_match(int64_t n, bool fused) {
   const std::vector<T> a = values<T>(n, 1), b = values<T>(n, 2);
   const Tensor ta = from_vector<T>(a, {n}), tb = from_vector<T>(b, {n});
+  const auto run = [fused](const Tensor& t) { return (fused ? t * 1.0 : t).template to_vector<T>(); };
   for (const T single : {T{3}, T{-0.0}, nan_with_payload<T>(5, true)}) {
     const Tensor ts = from_vector<T>({single}, {1});
     for (const Case<T>& c : cases<T>()) {
-      const std::string what = c.name + " " + std::string(dtype_name(dtype_of<T>())) + " ";
+      const std::string what = c.name + " " + std::string(dtype_name(dtype_of<T>())) + " of " + std::to_string(n) +
+                               (fused ? ", fused, " : ", ");
       std::vector<T> want(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) want[i] = c.reference(a[i], b[i]);
-      expect_bitwise(what + "dense, dense", c.op(ta, tb).template to_vector<T>(), want);
+      expect_bitwise(what + "dense, dense", run(c.op(ta, tb)), want);
       for (int64_t i = 0; i < n; ++i) want[i] = c.reference(a[i], single);
-      expect_bitwise(what + "dense, one element", c.op(ta, ts).template to_vector<T>(), want);
+      expect_bitwise(what + "dense, one element", run(c.op(ta, ts)), want);
       for (int64_t i = 0; i < n; ++i) want[i] = c.reference(single, b[i]);
-      expect_bitwise(what + "one element, dense", c.op(ts, tb).template to_vector<T>(), want);
+      expect_bitwise(what + "one element, dense", run(c.op(ts, tb)), want);
     }
   }
 }
 
 TEST_F(StreamingRowsTest, LargeArithmeticMatchesThePlainRowsBitForBit) {
-  expect_streaming_rows_match<float>();
-  expect_streaming_rows_match<double>();
+  // Past kStreamingOutputBytes, and 37 elements more: a tail of no whole vector.
+  expect_rows_match<float>(kernels::kStreamingOutputBytes / 4 + 37, false);
+  expect_rows_match<double>(kernels::kStreamingOutputBytes / 8 + 37, false);
+}
+
+// The plain rows and a fused group's tiles (1024 elements: 1061 ends in a
+// short tile), whose clones (core/simd.h) each vectorize the rule, and a
+// single element first takes a loop of its own (a number there is moved
+// second, where the loop vectorizes; a NaN there is every result).
+TEST_F(StreamingRowsTest, SmallAndFusedArithmeticKeepTheRule) {
+  for (bool fused : {false, true}) {
+    expect_rows_match<float>(1061, fused);
+    expect_rows_match<double>(1061, fused);
+  }
 }
 
 TEST_F(StreamingRowsTest, OnlyFloatArithmeticHasStreamingRows) {

@@ -45,6 +45,15 @@ template <typename Out, typename F, typename... Ins>
 // whether it applied.
 template <typename Out, typename F, typename A, typename B>
 [[gnu::always_inline]] inline bool map_row_with_scalar(Out* dst, int64_t n, const F& f, Operand<A> a, Operand<B> b) {
+  if constexpr (requires { F::kCommutative; }) {
+    // A number first gives f(x, y) == f(y, x) bit for bit (only y can be
+    // NaN), and the scalar second is the loop GCC vectorizes; a NaN first
+    // is every result (Commutative).
+    if (a.stride == 0 && b.stride == 1 && !std::isnan(*a.data)) {
+      map_dense(dst, n, [f, x = *a.data](B y) { return f(y, x); }, b.data);
+      return true;
+    }
+  }
   if (a.stride == 0 && b.stride == 1) {
     map_dense(dst, n, [f, x = *a.data](B y) { return f(x, y); }, b.data);
   } else if (a.stride == 1 && b.stride == 0) {
@@ -131,6 +140,7 @@ struct Wrapping {
 // quieted, in either order. (- and / cannot be swapped.)
 template <typename Op>
 struct Commutative {
+  static constexpr bool kCommutative = true;
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
