@@ -162,6 +162,8 @@ std::vector<T> special_inputs() {
       sizeof(T) == 4 ? T(9.010913) : T(19.06154746539849),
       sizeof(T) == 4 ? T(16.635532) : T(36.7368005696771),
       T(0.5625),
+      T(0.125),  // float32 tanh's intervals start and end here
+      T(16),
   };
   for (T t : thresholds) {
     for (T v : {t, -t}) {

@@ -37,42 +37,53 @@ namespace {
 
 // Vector lanes of one dtype in one instruction set: SLEEF's functions of
 // that width and set (isa empty: SLEEF's own dispatcher of that width)
-// as exp_of_x, tanh_of_x and pow_of_xy say, expressions of x and y that
-// name SLEEF's functions exp and pow; sqrt_of_x the instruction, which is
-// correctly rounded (SLEEF's sqrt u05 adds a Newton step the hardware
-// does not need: 2x the time).
-#define ORDO_SLEEF_LANES(Name, VecType, ScalarType, shape, isa, exp_of_x, sqrt_of_x, tanh_of_x, pow_of_xy) \
-  struct Name {                                                                                 \
-    using Vec = VecType;                                                                        \
-    using Scalar = ScalarType;                                                                  \
-    static constexpr auto& sleef_exp = Sleef_exp##shape##_u10##isa;                             \
-    static constexpr auto& sleef_pow = Sleef_pow##shape##_u10##isa;                             \
-    static Vec exp(Vec x) { return exp_of_x; }                                                  \
-    static Vec log(Vec x) { return Sleef_log##shape##_u10##isa(x); }                            \
-    static Vec tanh(Vec x) { return tanh_of_x; }                                                \
-    static Vec erf(Vec x) { return Sleef_erf##shape##_u10##isa(x); }                            \
-    static Vec sqrt(Vec x) { return sqrt_of_x; }                                                \
-    static Vec pow(Vec x, Vec y) { return pow_of_xy; }                                          \
+// as exp_of_x, log_of_x, tanh_of_x and pow_of_xy say, expressions of x and
+// y that may name SLEEF's functions exp and pow; sqrt_of_x the instruction,
+// which is correctly rounded (SLEEF's sqrt u05 adds a Newton step the
+// hardware does not need: 2x the time); fma_of_xyz x * y + z rounded once;
+// lookup_of_table_index the lanes of a 32-entry table at the index lanes.
+#define ORDO_SLEEF_LANES(Name, VecType, ScalarType, shape, isa, exp_of_x, log_of_x, tanh_of_x, sqrt_of_x, pow_of_xy, \
+                         fma_of_xyz, lookup_of_table_index)                                                       \
+  struct Name {                                                                                                   \
+    using Vec = VecType;                                                                                          \
+    using Scalar = ScalarType;                                                                                    \
+    using Index = __typeof__(Vec{} != Vec{});                                                                     \
+    static constexpr auto& sleef_exp = Sleef_exp##shape##_u10##isa;                                               \
+    static constexpr auto& sleef_pow = Sleef_pow##shape##_u10##isa;                                               \
+    static Vec exp(Vec x) { return exp_of_x; }                                                                    \
+    static Vec log(Vec x) { return log_of_x; }                                                                    \
+    static Vec tanh(Vec x) { return tanh_of_x; }                                                                  \
+    static Vec erf(Vec x) { return Sleef_erf##shape##_u10##isa(x); }                                              \
+    static Vec sqrt(Vec x) { return sqrt_of_x; }                                                                  \
+    static Vec pow(Vec x, Vec y) { return pow_of_xy; }                                                            \
+    static Vec fma(Vec x, Vec y, Vec z) { return fma_of_xyz; }                                                    \
+    static Vec lookup(const Scalar* table, Index index) { return lookup_of_table_index; }                         \
   };
-#define ORDO_FLOAT32_LANES(VecType, shape, isa, sqrt_of_x) \
-  ORDO_SLEEF_LANES(F32, VecType, float, shape, isa, sleef_exp(x), sqrt_of_x, float_tanh<F32>(x), sleef_pow(x, y))
-#define ORDO_FLOAT64_LANES(VecType, shape, isa, sqrt_of_x)                                        \
-  ORDO_SLEEF_LANES(F64, VecType, double, shape, isa, double_exp(x, sleef_exp), sqrt_of_x,         \
-                   Sleef_tanh##shape##_u10##isa(x), double_pow(x, y, sleef_pow))
+// float32 log and tanh are ordo's own (vector_math_rows.inc), on FMA and
+// table lookups; no float64 op looks anything up.
+#define ORDO_FLOAT32_LANES(VecType, shape, isa, sqrt_of_x, fma_of_xyz, lookup_of_table_index)                     \
+  ORDO_SLEEF_LANES(F32, VecType, float, shape, isa, sleef_exp(x), float_log<F32>(x), float_tanh<F32>(x), sqrt_of_x, \
+                   sleef_pow(x, y), fma_of_xyz, lookup_of_table_index)
+#define ORDO_FLOAT64_LANES(VecType, shape, isa, sqrt_of_x, fma_of_xyz)                                            \
+  ORDO_SLEEF_LANES(F64, VecType, double, shape, isa, double_exp(x, sleef_exp), Sleef_log##shape##_u10##isa(x),    \
+                   Sleef_tanh##shape##_u10##isa(x), sqrt_of_x, double_pow(x, y, sleef_pow), fma_of_xyz,           \
+                   (lanewise_lookup<Vec, Scalar>(table, index)))
 
-// Baseline x86-64: SLEEF's 128-bit dispatchers.
+// Baseline x86-64: SLEEF's 128-bit dispatchers; fma and lookups lane by
+// lane, as the instructions would give them.
 namespace sse2 {
 #include "kernels/vector_math_rows.inc"
-ORDO_FLOAT32_LANES(__m128, f4, , _mm_sqrt_ps(x))
-ORDO_FLOAT64_LANES(__m128d, d2, , _mm_sqrt_pd(x))
+ORDO_FLOAT32_LANES(__m128, f4, , _mm_sqrt_ps(x), lanewise_fma(x, y, z), (lanewise_lookup<Vec, Scalar>(table, index)))
+ORDO_FLOAT64_LANES(__m128d, d2, , _mm_sqrt_pd(x), lanewise_fma(x, y, z))
 }  // namespace sse2
 
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
 namespace avx2 {
 #include "kernels/vector_math_rows.inc"
-ORDO_FLOAT32_LANES(__m256, f8, avx2, _mm256_sqrt_ps(x))
-ORDO_FLOAT64_LANES(__m256d, d4, avx2, _mm256_sqrt_pd(x))
+ORDO_FLOAT32_LANES(__m256, f8, avx2, _mm256_sqrt_ps(x), _mm256_fmadd_ps(x, y, z),
+                   _mm256_i32gather_ps(table, (__m256i)index, 4))
+ORDO_FLOAT64_LANES(__m256d, d4, avx2, _mm256_sqrt_pd(x), _mm256_fmadd_pd(x, y, z))
 }  // namespace avx2
 #pragma GCC pop_options
 
@@ -82,8 +93,9 @@ namespace avx512 {
 #include "kernels/vector_math_rows.inc"
 // The masked forms: GCC 12 warns that _mm512_sqrt_ps's own undefined
 // operand may be used uninitialized.
-ORDO_FLOAT32_LANES(__m512, f16, avx512f, _mm512_mask_sqrt_ps(x, 0xffff, x))
-ORDO_FLOAT64_LANES(__m512d, d8, avx512f, _mm512_mask_sqrt_pd(x, 0xff, x))
+ORDO_FLOAT32_LANES(__m512, f16, avx512f, _mm512_mask_sqrt_ps(x, 0xffff, x), _mm512_fmadd_ps(x, y, z),
+                   _mm512_permutex2var_ps(_mm512_load_ps(table), (__m512i)index, _mm512_load_ps(table + 16)))
+ORDO_FLOAT64_LANES(__m512d, d8, avx512f, _mm512_mask_sqrt_pd(x, 0xff, x), _mm512_fmadd_pd(x, y, z))
 }  // namespace avx512
 #pragma GCC pop_options
 
