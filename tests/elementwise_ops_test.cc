@@ -411,6 +411,10 @@ TEST_P(ElementwiseOpsTest, WhereBroadcastsAllThreeOperands) {
       {{0, 3}, {3}, {1, 3}, kFloat32, kFloat64, kInt32},
       {{4}, {4}, {4}, kFloat64, kBool, kBool},
       {{}, {}, {}, kBool, kInt64, kInt32},
+      // A dense condition with one element on either side (their own loops).
+      {{37}, {37}, {}, kBool, kFloat32, kFloat32},
+      {{37}, {1}, {37}, kBool, kFloat64, kFloat64},
+      {{2, 19}, {2, 19}, {1, 1}, kBool, kInt32, kInt32},
   };
   for (const Case& c : cases) {
     const HostArray condition = sample(c.condition, c.condition_dtype, 5);

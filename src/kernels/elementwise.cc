@@ -5,7 +5,9 @@
 // broadcasting walk row by row. Fused groups of elementwise ops
 // (kernels/fused.h) call the same row functions over tiles.
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -64,9 +66,27 @@ template <typename Out, typename F, typename A, typename B>
   return true;
 }
 
+// where(mask, x, 0) (ReLU's gradient) and where(mask, 0, x): a dense
+// condition and one element on either side get a dense loop too, which
+// vectorizes to a blend; the strided loop below branched on every
+// element. Returns whether it applied.
+template <typename Out, typename F, typename C, typename A, typename B>
+[[gnu::always_inline]] inline bool map_row_with_scalar(Out* dst, int64_t n, const F& f, Operand<C> c, Operand<A> a,
+                                                       Operand<B> b) {
+  if (c.stride != 1) return false;
+  if (a.stride == 1 && b.stride == 0) {
+    map_dense(dst, n, [f, y = *b.data](C k, A x) { return f(k, x, y); }, c.data, a.data);
+  } else if (a.stride == 0 && b.stride == 1) {
+    map_dense(dst, n, [f, x = *a.data](C k, B y) { return f(k, x, y); }, c.data, b.data);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <typename Out, typename F, typename... Ins>
 [[gnu::always_inline]] inline void map_row(Out* dst, int64_t n, const F& f, Operand<Ins>... src) {
-  if constexpr (sizeof...(Ins) == 2) {
+  if constexpr (sizeof...(Ins) >= 2) {
     if (map_row_with_scalar(dst, n, f, src...)) return;
   }
   if (((src.stride == 1) && ...)) {
@@ -182,10 +202,19 @@ struct Relu {
   }
 };
 
+// Floats are picked by their bits under a mask made from c: GCC kept
+// `c ? a : b` over floats a branch per element (a ReLU gradient's random
+// mask mispredicts half of them), and the masks vectorize.
 struct Select {
   template <typename T>
   T operator()(bool c, T a, T b) const {
-    return c ? a : b;
+    if constexpr (std::is_floating_point_v<T>) {
+      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      const Bits take_a = Bits{0} - static_cast<Bits>(c);
+      return std::bit_cast<T>((std::bit_cast<Bits>(a) & take_a) | (std::bit_cast<Bits>(b) & ~take_a));
+    } else {
+      return c ? a : b;
+    }
   }
 };
 
