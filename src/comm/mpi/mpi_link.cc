@@ -55,10 +55,11 @@ MpiLink::~MpiLink() {
   if (!mpi_calls_closed()) reap_owned_locked();
   if (owned_.empty()) return;
   // Kept until exit, on purpose, and reachable from a static so that a
-  // leak checker sees them held, not lost.
-  static std::mutex parked_mu;
+  // leak checker sees them held, not lost. Neither static is ever
+  // destroyed: a link may go during the process's static destruction.
+  static auto* const parked_mu = new std::mutex;
   static auto* const parked = new std::list<Owned>;
-  std::lock_guard<std::mutex> parking(parked_mu);
+  std::lock_guard<std::mutex> parking(*parked_mu);
   parked->splice(parked->end(), owned_);
 }
 
