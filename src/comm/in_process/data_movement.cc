@@ -45,9 +45,15 @@ struct StagedAt {
 // The reduction runs in blocks that stay in L1 while every input is
 // folded in and the block is copied to every participant's output.
 constexpr size_t kBlockBytes = 16 * 1024;
-// Outputs at least this large are written with non-temporal stores: they
-// do not fit in cache anyway, and streaming them skips reading every output
-// line from memory before overwriting it, a third of the traffic.
+// An all_reduce whose participants write at least this much in all (every
+// tensor, every output) writes with non-temporal stores: that does not
+// stay in cache anyway, and streaming it skips reading every output line
+// from memory before overwriting it, a third of the traffic. It is the
+// whole collective that counts, not each tensor: a training step's
+// gradients are one coalesced all_reduce of many tensors below the bound
+// (the wide MLP's 1024 x 1024 weight is 4 MiB, its 7.5 MB of gradients
+// 15 MB across two devices), and streaming them too made that step 4%
+// faster (24.96 -> 24.01 ms, medians of 10 interleaved runs).
 constexpr size_t kStreamingBytes = 8 << 20;
 
 using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
@@ -199,11 +205,10 @@ int64_t share_boundary(int64_t numel, size_t rank, size_t ranks, size_t element)
 }
 
 template <typename T>
-void all_reduce_typed(Calls calls, size_t rank, size_t tensor) {
+void all_reduce_typed(Calls calls, size_t rank, size_t tensor, bool streaming) {
   const int64_t numel = calls[rank]->inputs[tensor]->numel;
   const Share share{calls, tensor, share_boundary(numel, rank, calls.size(), sizeof(T)),
                     share_boundary(numel, rank + 1, calls.size(), sizeof(T))};
-  const bool streaming = static_cast<size_t>(numel) * sizeof(T) >= kStreamingBytes;
 #if ORDO_X86_64
   if (cpu_has_avx2()) {
     reduce_share_avx2<T>(share, streaming);
@@ -219,8 +224,12 @@ void all_reduce_typed(Calls calls, size_t rank, size_t tensor) {
 // Every participant reduces its own share of every input and writes it to
 // every output.
 void all_reduce(Calls calls, size_t rank) {
-  for (size_t t = 0; t < calls[rank]->inputs.size(); ++t) {
-    ORDO_DISPATCH_DTYPE(calls[rank]->inputs[t]->dtype, T, all_reduce_typed<T>(calls, rank, t));
+  const std::span<const device::Buffer* const> inputs = calls[rank]->inputs;
+  size_t written = 0;
+  for (const device::Buffer* input : inputs) written += input->nbytes() * calls.size();
+  const bool streaming = written >= kStreamingBytes;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    ORDO_DISPATCH_DTYPE(inputs[t]->dtype, T, all_reduce_typed<T>(calls, rank, t, streaming));
   }
 }
 
