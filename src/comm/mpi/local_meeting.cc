@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
+#include "comm/mpi/mpi_link.h"
 #include "core/check.h"
+#include "core/steady_clock.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -15,7 +18,10 @@ constexpr size_t kFailuresKept = 16;
 }  // namespace
 
 LocalMeeting::LocalMeeting(GroupPlan plan)
-    : plan_(std::move(plan)), present_(plan_.local_ranks.size(), false), calls_(plan_.local_ranks.size(), nullptr) {}
+    : plan_(std::move(plan)),
+      leader_(plan_.me % std::max<size_t>(1, plan_.local_ranks.size())),
+      present_(plan_.local_ranks.size(), false),
+      calls_(plan_.local_ranks.size(), nullptr) {}
 
 std::vector<int> LocalMeeting::missing_locked() const {
   std::vector<int> missing;
@@ -60,31 +66,41 @@ void LocalMeeting::leave_locked() {
 LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const CollectiveCall* call,
                                            Checks& checks) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (std::optional<device::Failure> late = open_locked(lock, sequence)) return {false, std::move(late)};
+  if (std::optional<device::Failure> late = open_locked(lock, sequence)) return {false, std::move(late), {}};
   ++arrived_;
   present_[index] = true;
   if (phase_ == Phase::kFinished) {  // failed before this member came
     std::optional<device::Failure> failure = outcome_;
     leave_locked();
-    return {false, std::move(failure)};
+    return {false, std::move(failure), {}};
   }
   calls_[index] = call;
   if (arrived_ == calls_.size()) {
     phase_ = Phase::kRunning;
-    return {true, std::nullopt};
+    last_ = {call->device, steady_now_ns(),
+             std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch()).count()};
+    if (index == leader_) return {true, std::nullopt, last_};
+    running_.store(sequence, std::memory_order_release);
+    cv_.notify_all();  // the leader may be asleep
   }
-  // The leader usually finishes within microseconds of the last arrival:
+  // The others usually come, and the leader finishes, within microseconds:
   // spin a little before sleeping (a wake-up costs more than a small
   // collective).
   lock.unlock();
   const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-  while (finished_.load(std::memory_order_acquire) < sequence && std::chrono::steady_clock::now() < spin_until) {
+  const std::atomic<int64_t>& awaited = index == leader_ ? running_ : finished_;
+  const bool yields = Backoff::oversubscribed();  // see Backoff
+  while (awaited.load(std::memory_order_acquire) < sequence && std::chrono::steady_clock::now() < spin_until) {
+    if (yields) std::this_thread::yield();
   }
   lock.lock();
   // Look at the missing members after a millisecond, then at doubling
-  // intervals up to a tenth of a second; the leader's finish wakes us.
+  // intervals up to a tenth of a second; the last arrival wakes the leader,
+  // and the leader's finish the others.
   auto interval = std::chrono::milliseconds(1);
   while (phase_ != Phase::kFinished) {
+    if (phase_ == Phase::kRunning && index == leader_) return {true, std::nullopt, last_};
     if (phase_ == Phase::kGathering) {
       const std::vector<int> missing = missing_locked();
       lock.unlock();
@@ -98,12 +114,14 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
         break;
       }
     }
-    cv_.wait_for(lock, interval, [&] { return phase_ == Phase::kFinished; });
+    cv_.wait_for(lock, interval, [&] {
+      return phase_ == Phase::kFinished || (phase_ == Phase::kRunning && index == leader_);
+    });
     interval = std::min<std::chrono::milliseconds>(2 * interval, std::chrono::milliseconds(100));
   }
   std::optional<device::Failure> failure = outcome_;
   leave_locked();
-  return {false, std::move(failure)};
+  return {false, std::move(failure), {}};
 }
 
 void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure& failure, Checks& checks) {

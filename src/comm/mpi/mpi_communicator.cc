@@ -8,6 +8,7 @@
 #include "comm/exchange_rules.h"
 #include "comm/mpi/process_mesh.h"
 #include "core/check.h"
+#include "device/cpu_placement.h"
 #include "core/interrupt.h"
 
 namespace ordo::comm {
@@ -43,6 +44,7 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
       exchange_(world_, link_, gone_, interrupted_, board_),
       mesh_(ProcessMesh::join(world)),
       routes_(static_cast<size_t>(world.topology().local_devices())) {
+  Backoff::set_oversubscribed(world.topology().host_devices() > device::usable_cpu_count());
   mesh_.set_handlers({[this](int process, const std::string& reason) {
                         const int devices = world_.topology().local_devices();
                         for (int index = 0; index < devices; ++index) hear(process * devices + index, reason, true);
@@ -230,11 +232,10 @@ void MpiCommunicator::run(const CollectiveCall& call) {
     if (arrival.failure) arrival.failure->raise();
     return;
   }
-  // The leader came last here: its arrival is the local group's.
-  const int64_t arrived_wall_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // The local group's arrival is its last member's.
+  const LocalMeeting::LastArrival& last = arrival.last;
   std::optional<device::Failure> failure =
-      group.leader.lead({sequence, number, *route.partition, call.device, steady_now_ns(), arrived_wall_ns});
+      group.leader.lead({sequence, number, *route.partition, last.device, last.steady_ns, last.wall_ns});
   group.meeting.finish(sequence, failure);
   if (failure) failure->raise();
 }

@@ -220,7 +220,10 @@ void MpiLink::free_communicator(MPI_Comm& comm) {
 void Backoff::pause() {
   using namespace std::chrono;
   const auto waited = steady_clock::now() - started_;
-  if (waited < microseconds(50)) return;
+  if (waited < microseconds(50)) {
+    if (oversubscribed()) std::this_thread::yield();
+    return;
+  }
   if (waited < milliseconds(5)) {
     std::this_thread::yield();
     return;
