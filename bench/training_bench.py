@@ -10,7 +10,11 @@ momentum; float32, the same global batch):
   ddp    PyTorch's DistributedDataParallel over gloo on loopback, one
          process per worker, one thread each;
   torch  PyTorch in one process on the whole batch with `workers` threads
-         (information: no communication at all).
+         (information: no communication at all);
+  products  ordo running only the step's matrix products on the same
+         devices (information: the BLAS's part, the same OpenBLAS sgemm on
+         both sides, one thread per worker). ddp / products is the ratio a
+         runtime would reach if everything else in its step took no time.
 Each child times windows of steps after a warm-up and prints the median
 step time; the children take turns `rounds` times so that the machine's
 load hits all of them alike, and each figure is the median over rounds.
@@ -91,6 +95,37 @@ def run_ordo(model, workers):
     return ordo.spawn(train)[0]
 
 
+def run_products(model, workers):
+    """The step's matrix products alone, the same shapes, transposes and
+    devices as run_ordo's step (forward x @ w.T; backward g @ w for every
+    layer but the first, and g.T @ x for every weight), one graph a step:
+    the BLAS's share of the step, which no runtime can go below."""
+    sys.path.insert(0, str(ROOT / "python"))
+    import numpy as np
+    import ordo
+    features, hidden, classes, global_batch = MODELS[model]
+    widths = (features,) + hidden + (classes,)
+    rows = global_batch // workers
+
+    def products(index):
+        rng = np.random.default_rng(index)
+        normal = lambda *shape: ordo.tensor(rng.standard_normal(shape).astype(np.float32))  # noqa: E731
+        weights = [normal(b, a) for a, b in zip(widths, widths[1:])]
+        inputs = [normal(rows, a) for a in widths[:-1]]
+        grads = [normal(rows, b) for b in widths[1:]]
+        ordo.mark_step()
+
+        def step():
+            results = []  # live at mark_step, so that the graph computes them
+            for layer, (w, x, g) in enumerate(zip(weights, inputs, grads)):
+                results += [x @ w.permute(1, 0), g.permute(1, 0) @ x] + ([g @ w] if layer > 0 else [])
+            ordo.mark_step()
+
+        return median_step_seconds(step, lambda: ordo.wait_device_ops([ordo.xla_device()]))
+
+    return ordo.spawn(products)[0]
+
+
 def ddp_worker(rank, model, workers, port, results):
     import torch
     import torch.distributed as dist
@@ -151,12 +186,17 @@ def run_torch(model, workers):
     return median_step_seconds(step, lambda: None)
 
 
-RUNNERS = {"ordo": run_ordo, "ddp": run_ddp, "torch": run_torch}
+RUNNERS = {"ordo": run_ordo, "ddp": run_ddp, "torch": run_torch, "products": run_products}
+# OpenBLAS starts a thread per core in every process unless told: DDP's
+# workers run one thread each, as their torch.set_num_threads(1) means.
+BLAS_THREADS = {"ddp": lambda workers: 1, "torch": lambda workers: min(workers, os.cpu_count())}
 
 
 def child(runner, model, workers):
     """One figure in a fresh process: thread counts are fixed when libraries load."""
     env = dict(os.environ, ORDO_NUM_DEVICES=str(workers), PYTHONPATH=str(ROOT / "python"))
+    if runner in BLAS_THREADS:
+        env["OPENBLAS_NUM_THREADS"] = str(BLAS_THREADS[runner](int(workers)))
     out = subprocess.run([sys.executable, __file__, "--child", runner, model, str(workers)], env=env,
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -175,8 +215,8 @@ def main():
         return
     print(f"data-parallel training step, float32, SGD(momentum); median of {args.rounds} rounds, each the median "
           f"of {WINDOWS} windows of {WINDOW_STEPS} steps; {os.cpu_count()} cores")
-    print(f"{'model':<34}{'workers':>8}{'ordo ms':>10}{'ddp ms':>10}{'torch 1p ms':>13}"
-          f"{'ddp/ordo':>10}  target")
+    print(f"{'model':<34}{'workers':>8}{'ordo ms':>10}{'ddp ms':>10}{'torch 1p ms':>13}{'products ms':>13}"
+          f"{'ddp/products':>14}{'ddp/ordo':>10}  target")
     for model, (features, hidden, classes, global_batch) in MODELS.items():
         if args.filter not in model:
             continue
@@ -190,6 +230,7 @@ def main():
             shape = "-".join(str(w) for w in (features,) + hidden + (classes,))
             label = f"{model} {shape}, batch {global_batch}"
             print(f"{label:<34}{workers:>8}{ms['ordo']:>10.3f}{ms['ddp']:>10.3f}{ms['torch']:>13.3f}"
+                  f"{ms['products']:>13.3f}{ms['ddp'] / ms['products']:>14.2f}"
                   f"{ratio:>10.2f}  >= {TARGET} {'met' if ratio >= TARGET else 'MISSED'}", flush=True)
 
 
