@@ -8,8 +8,8 @@
 #include "comm/exchange_rules.h"
 #include "comm/mpi/process_mesh.h"
 #include "core/check.h"
-#include "device/cpu_placement.h"
 #include "core/interrupt.h"
+#include "device/cpu_placement.h"
 
 namespace ordo::comm {
 namespace {
