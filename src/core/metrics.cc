@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/spin_lock.h"
+#include "core/steady_clock.h"
 
 namespace ordo::metrics {
 namespace {
@@ -167,11 +168,6 @@ void unlock_slots_after_fork() {
 [[maybe_unused]] const bool g_fork_handlers_registered =
     pthread_atfork(&lock_slots_for_fork, &unlock_slots_after_fork, &unlock_slots_after_fork) == 0;
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 std::string_view name(Counter counter) { return kCounterNames[static_cast<int>(counter)]; }
@@ -197,7 +193,7 @@ void add_slow(int counter, int slot, int64_t delta) noexcept {
 
 void record_all(const Recorded* values, size_t count, int slot) noexcept {
   if (slot < 0 || slot >= kMaxSlots) return;
-  const int64_t when_ns = now_ns();
+  const int64_t when_ns = wall_now_ns();
   Slot::Metrics& metrics = slot_at(slot).metrics;
   std::lock_guard<SpinLock> lock(metrics.lock);
   for (size_t i = 0; i < count; ++i) {

@@ -14,4 +14,11 @@ inline int64_t steady_now_ns() noexcept {
       .count();
 }
 
+// The system clock in ns since the Unix epoch: what other hosts can read
+// too (their clocks need not agree exactly).
+inline int64_t wall_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace ordo

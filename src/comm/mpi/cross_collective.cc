@@ -268,15 +268,15 @@ void CrossCollective::record_timing(const CollectiveAt& at,
                                     const std::vector<std::optional<DecodedMessage>>& headers) const {
   // The system clocks of two hosts need not agree: the last arrival they
   // give is kept between the local group's arrival and the last header's.
-  int last_device = at.last_local_device;
-  int64_t last_wall_ns = at.arrived_wall_ns;
+  int last_device = at.arrived.device;
+  int64_t last_wall_ns = at.arrived.wall_ns;
   for (size_t p = 0; p < headers.size(); ++p) {
     if (p == plan_.me || headers[p]->last_arrival_wall_ns <= last_wall_ns) continue;
     last_wall_ns = headers[p]->last_arrival_wall_ns;
     last_device = headers[p]->last_device;
   }
   const int64_t all_arrived_ns =
-      std::clamp(at.arrived_ns + (last_wall_ns - at.arrived_wall_ns), at.arrived_ns, steady_now_ns());
+      std::clamp(at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns), at.arrived.steady_ns, steady_now_ns());
   for (const CollectiveCall* call : meeting_.calls()) {
     if (call->timing == nullptr) continue;
     call->timing->all_arrived_ns = all_arrived_ns;
@@ -335,7 +335,7 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
     const bool eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
     const size_t slot = eager ? aligned_to_line(staged_bytes(like)) : 0;
     std::string mine = encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries, ErrorCode::kExecution,
-                                       {}, at.last_local_device, at.arrived_wall_ns},
+                                       {}, at.arrived.device, at.arrived.wall_ns},
                                       slot * calls.size());
     const size_t payload = mine.size() - slot * calls.size();
     if (eager) {

@@ -65,9 +65,7 @@ struct CollectiveAt {
   int64_t sequence;
   int64_t number;
   const std::string& partition;
-  int last_local_device = -1;  // the local member that came last, and when
-  int64_t arrived_ns = 0;
-  int64_t arrived_wall_ns = 0;
+  LocalMeeting::LastArrival arrived;  // the local member that came last, and when
 };
 
 class CrossCollective {

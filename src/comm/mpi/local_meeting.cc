@@ -77,9 +77,7 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   calls_[index] = call;
   if (arrived_ == calls_.size()) {
     phase_ = Phase::kRunning;
-    last_ = {call->device, steady_now_ns(),
-             std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch()).count()};
+    last_ = {call->device, steady_now_ns(), wall_now_ns()};
     if (index == leader_) return {true, std::nullopt, last_};
     running_.store(sequence, std::memory_order_release);
     cv_.notify_all();  // the leader may be asleep

@@ -233,9 +233,7 @@ void MpiCommunicator::run(const CollectiveCall& call) {
     return;
   }
   // The local group's arrival is its last member's.
-  const LocalMeeting::LastArrival& last = arrival.last;
-  std::optional<device::Failure> failure =
-      group.leader.lead({sequence, number, *route.partition, last.device, last.steady_ns, last.wall_ns});
+  std::optional<device::Failure> failure = group.leader.lead({sequence, number, *route.partition, arrival.last});
   group.meeting.finish(sequence, failure);
   if (failure) failure->raise();
 }
