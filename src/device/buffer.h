@@ -1,6 +1,9 @@
 // Device memory. Devices are host threads, so a buffer is host memory,
 // 64-byte aligned. A buffer is written once by the kernel that makes it and
-// is immutable afterwards, so views (reshape) may share its storage.
+// is immutable afterwards while anything else can read it, so views
+// (reshape) may share its storage. The one exception: a fused step may
+// write an output over a dying input whose buffer and storage it holds
+// alone (executor/run.cc), which nobody else can see.
 #pragma once
 
 #include <cstddef>

@@ -123,6 +123,7 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
                   .input_slots = {},
                   .first_output_slot = plan->num_slots,
                   .release_slots = {},
+                  .reuses = {},
                   .node = unit.nodes.front(),
                   .last_node = unit.nodes.back()};
     if (unit.program) {
@@ -162,6 +163,12 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
   for (int32_t slot = 0; slot < plan->num_slots; ++slot) {
     if (last_use[slot] >= 0 && last_use[slot] < static_cast<int32_t>(plan->steps.size())) {
       plan->steps[last_use[slot]].release_slots.push_back(slot);
+    }
+  }
+  for (PlanStep& step : plan->steps) {
+    if (!step.fused) continue;
+    for (const kernels::FusedReuse& reuse : step.fused->reusable) {
+      if (last_use[step.input_slots[reuse.input]] == &step - plan->steps.data()) step.reuses.push_back(reuse);
     }
   }
   return plan;

@@ -109,6 +109,7 @@ class ProgramBuilder {
       input_shapes.push_back(graph_.nodes[input.node]->output(input.index).shape);
     }
     program->layout = kernels::make_fused_layout(shape, input_shapes);
+    pair_reusable_inputs(unit, shape, *program);
     return program;
   }
 
@@ -139,6 +140,30 @@ class ProgramBuilder {
     const int32_t reg = free_registers_.back();
     free_registers_.pop_back();
     return {FusedRef::Kind::kRegister, reg, bytes};
+  }
+
+  // Pairs outputs with the inputs they may be written over
+  // (kernels::FusedReuse): inputs of the output's type that no instruction
+  // after its writer reads; the run takes the first one nothing else holds.
+  void pair_reusable_inputs(const PlanUnit& unit, const Shape& shape, kernels::FusedProgram& program) {
+    std::vector<size_t> last_read(unit.inputs.size(), 0);
+    for (size_t i = 0; i < program.code.size(); ++i) {
+      const kernels::FusedInstruction& op = program.code[i];
+      for (int32_t k = 0; k < op.arity; ++k) {
+        if (op.operands[k].kind == FusedRef::Kind::kInput) last_read[op.operands[k].index] = i;
+      }
+    }
+    for (size_t i = 0; i < program.code.size(); ++i) {
+      const FusedRef& result = program.code[i].result;
+      if (result.kind != FusedRef::Kind::kOutput) continue;
+      const DType dtype = graph_.nodes[unit.outputs[result.index]]->output(0).dtype;
+      for (size_t k = 0; k < unit.inputs.size(); ++k) {
+        const ir::ValueType& input = graph_.nodes[unit.inputs[k].node]->output(unit.inputs[k].index);
+        if (last_read[k] <= i && input.dtype == dtype && input.shape == shape) {
+          program.reusable.push_back({static_cast<int32_t>(k), result.index});
+        }
+      }
+    }
   }
 
   const ir::PostOrder& graph_;

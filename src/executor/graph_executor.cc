@@ -66,7 +66,7 @@ void sync_device(int ordinal, bool raise_failure) {
   lazy::DeviceGraph& graph = graphs.graph(ordinal);
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
-  const std::vector<ir::Value> roots = graph.roots_of(tensors);
+  std::vector<ir::Value> roots = graph.roots_of(tensors);
   if (roots.empty()) return;
   // Reused by every cut of this thread; it only points into this graph, so
   // it is cleared before the nodes die below.
@@ -84,13 +84,17 @@ void sync_device(int ordinal, bool raise_failure) {
   }
   walk.nodes.clear();
   graph.cut(tensors, results);
+  // The nodes stay with this thread, which frees them: memory freed on
+  // another core than the one that allocated it crosses cores twice. They
+  // go before the graph is submitted, since they hold its parameters, and
+  // a parameter that nothing else holds can be written over by the graph
+  // (run_plan).
+  roots.clear();
   // Submitted under the graph mutex so that the worker runs graphs in the
-  // order they were cut: a later graph may read this one's results. The
-  // nodes stay with this thread, which frees them: memory freed on another
-  // core than the one that allocated it crosses cores twice.
+  // order they were cut: a later graph may read this one's results.
   device.worker().submit([plan = std::move(plan), parameters = std::move(parameters),
-                          results = std::move(results), &device] {
-    run_plan(*plan, parameters, results, device);
+                          results = std::move(results), &device]() mutable {
+    run_plan(*plan, std::move(parameters), results, device);
   });
 }
 

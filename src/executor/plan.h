@@ -25,6 +25,9 @@ struct PlanStep {
   std::vector<int32_t> input_slots;
   int32_t first_output_slot;
   std::vector<int32_t> release_slots;  // dead once this step ran
+  // A fused step's outputs that may be written over inputs dying here, if
+  // the run finds their buffers held by nothing else (executor/run.cc).
+  std::vector<kernels::FusedReuse> reuses;
   int32_t node;                        // post-order position, for messages
   int32_t last_node;                   // of a fused step's last op
 };

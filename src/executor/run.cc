@@ -79,6 +79,31 @@ void run_collective_step(const PlanStep& step, std::span<const device::Buffer* c
   if (traced) trace_collective(step.op, timing, static_cast<int64_t>(bytes), device);
 }
 
+// Whether p holds the only reference to its object, which this thread may
+// then overwrite. A thread that read the object and then dropped its
+// reference must have finished reading first: the count's load is relaxed,
+// but the copy's increment is an acquire-release change of it (libstdc++),
+// which orders this thread after that drop.
+template <typename T>
+bool sole_owner(const std::shared_ptr<T>& p) {
+  if (p.use_count() != 1) return false;
+  const std::shared_ptr<T> ordered = p;
+  return true;
+}
+
+// Hands each output of a fused step the first input it may be written over
+// (PlanStep::reuses) that nothing outside this run holds, not even through
+// a view, and that no other output took.
+void donate_dying_inputs(const PlanStep& step, Slots& slots,
+                         std::span<std::shared_ptr<const device::Buffer>> outputs, int device) {
+  for (const kernels::FusedReuse& reuse : step.reuses) {
+    std::shared_ptr<const device::Buffer>& input = slots[step.input_slots[reuse.input]];
+    if (outputs[reuse.output] || !input || !sole_owner(input) || !sole_owner(input->storage)) continue;
+    outputs[reuse.output] = std::move(input);
+    metrics::add(metrics::Counter::kDonatedBuffer, device);
+  }
+}
+
 // Runs the steps; returns the index of the step that failed (setting
 // failure), or the number of steps.
 size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device,
@@ -93,6 +118,7 @@ size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device
                                                               step.output_types.size());
     try {
       if (step.fused) {
+        donate_dying_inputs(step, slots, outputs, device.index());
         kernels::run_fused(*step.fused, inputs, step.output_types, outputs);
       } else if (step.collective) {
         run_collective_step(step, inputs, outputs, device);
@@ -131,8 +157,7 @@ void abandon_collectives(const ExecutionPlan& plan, size_t first, device::Device
 
 }  // namespace
 
-void run_plan(const ExecutionPlan& plan,
-              const std::vector<std::shared_ptr<device::DeviceData>>& parameters,
+void run_plan(const ExecutionPlan& plan, std::vector<std::shared_ptr<device::DeviceData>> parameters,
               const std::vector<std::shared_ptr<device::DeviceData>>& results,
               device::Device& device) {
   metrics::ScopedTimer timer(metrics::Metric::kExecuteTime, device.index());
@@ -145,6 +170,9 @@ void run_plan(const ExecutionPlan& plan,
   for (size_t i = 0; i < parameters.size() && !failure; ++i) {
     try {
       slots[plan.parameter_slots[i]] = parameters[i]->wait();
+      // A value no tensor holds any more lives on in its slot alone, which
+      // lets a step write over it once it is dead.
+      if (parameters[i].use_count() == 1) parameters[i].reset();
     } catch (const Error& e) {
       failure = device::Failure{
           e.code(), str_cat("an input of this graph came from a graph that failed: ", e.what())};

@@ -47,11 +47,22 @@ struct FusedLayout {
 // broadcastable to shape).
 FusedLayout make_fused_layout(const Shape& shape, const std::vector<Shape>& input_shapes);
 
+// An input whose buffer an output may be written into, in place, when the
+// input dies with the group and nothing else holds its bytes (the plan and
+// the runner decide that, executor/run.cc): the input has the group's shape
+// and the output's dtype, and no instruction after the output's writer
+// reads it.
+struct FusedReuse {
+  int32_t input;
+  int32_t output;
+};
+
 struct FusedProgram {
   int64_t numel = 0;  // of every value in the group
   std::vector<FusedInstruction> code;
   FusedLayout layout;
   int32_t num_registers = 0;
+  std::vector<FusedReuse> reusable;  // an output's in the order to try them
 };
 
 // Elements per tile: a register holds at most 8 KiB, well inside L1 with a
@@ -59,7 +70,9 @@ struct FusedProgram {
 inline constexpr int64_t kFusedTile = 1024;
 
 // Runs program over inputs (in group-input order) and fills outputs, whose
-// types the compiler recorded in output_types.
+// types the compiler recorded in output_types. An output that comes set is
+// the buffer of an input a FusedReuse pairs it with, written in place; the
+// others are allocated.
 void run_fused(const FusedProgram& program, std::span<const device::Buffer* const> inputs,
                const std::vector<ir::ValueType>& output_types,
                std::span<std::shared_ptr<const device::Buffer>> outputs);

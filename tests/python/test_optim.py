@@ -140,3 +140,36 @@ def test_a_step_compiles_once_and_a_new_learning_rate_compiles_nothing(make):
     for step, lr in enumerate([0.3, 0.001, 0.02], start=3):
         optimizer.param_groups[0]["lr"] = lr
         assert train(step) == compiled, f"lr {lr} compiled a new graph"
+
+
+@pytest.mark.parametrize("make, states", [(lambda p: ordo.optim.SGD(p, lr=0.05, momentum=0.9), 1),
+                                          (lambda p: ordo.optim.AdamW(p, lr=0.01), 2)], ids=["sgd", "adamw"])
+def test_a_step_writes_parameters_and_state_over_their_old_values_unless_someone_holds_one(make, states):
+    rng = np.random.default_rng(5)
+    params = [ordo.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+              for shape in [(300, 200), (200,)]]
+    optimizer = make(params)
+    x = ordo.tensor(rng.standard_normal((64, 300)).astype(np.float32))
+
+    def train():
+        optimizer.zero_grad()
+        (ordo.relu(x @ params[0] + params[1]) ** 2).mean().backward()
+        optimizer.step()
+        ordo.mark_step(wait=True)
+        return ordo.counter_value("DonatedBuffer", 0)
+
+    train()  # makes the state
+    before = train()
+    steady = train() - before
+    # Every parameter and every state tensor of a steady step, in place (and
+    # some of the step's own values).
+    assert steady >= len(params) * (1 + states)
+    held = params[0].detach()
+    held_values = held.numpy().copy()
+    before = ordo.counter_value("DonatedBuffer", 0)
+    assert train() - before == steady - 1
+    np.testing.assert_array_equal(held.numpy(), held_values)
+    assert not np.array_equal(params[0].numpy(), held_values)
+    del held
+    before = ordo.counter_value("DonatedBuffer", 0)
+    assert train() - before == steady
