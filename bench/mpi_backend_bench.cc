@@ -17,7 +17,12 @@
 //   latency. Needs a runtime that runs on the MPI world under mpirun.
 //
 // Process 0 prints "bytes seconds_per_all_reduce" per size, then
-// "latency_1k seconds", as bench/mpi_allreduce.c does.
+// "latency_1k seconds", as bench/mpi_allreduce.c does. With one device per
+// process it also times MPI_Allreduce itself in the same processes, its
+// runs of 100 1 KiB calls alternating with ordo's ("latency_1k_mpi"): a
+// separate invocation may get the two processes' CPUs placed otherwise
+// (MPI's own 1 KiB time moves between 0.6 and 1.5 us from one invocation
+// to the next on the 2-core VM).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +30,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,8 +83,33 @@ double time_per_all_reduce(Device& device, int runs, int per_run) {
   return median(samples);
 }
 
+// MPI_Allreduce of 1 KiB on a copy of the world's communicator, called as
+// ordo's backend calls MPI (under its lock): the latency's reference, in
+// the same processes, with one device per process (MPI's ranks are then
+// ordo's devices).
+class MpiReference {
+ public:
+  explicit MpiReference(MPI_Comm world) : in_(kLatencyBytes / 4, 1.0f), out_(kLatencyBytes / 4) {
+    std::lock_guard<std::mutex> lock(ordo::comm::mpi_call_lock());
+    ordo::comm::check_mpi(MPI_Comm_dup(world, &comm_), "MPI_Comm_dup");
+  }
+  void all_reduces(int count) {
+    std::lock_guard<std::mutex> lock(ordo::comm::mpi_call_lock());
+    for (int i = 0; i < count; ++i) {
+      ordo::comm::check_mpi(MPI_Allreduce(in_.data(), out_.data(), static_cast<int>(in_.size()), MPI_FLOAT, MPI_SUM,
+                                          comm_),
+                            "MPI_Allreduce");
+    }
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;  // kept until exit, as the communicator is
+  std::vector<float> in_, out_;
+};
+
 // The whole measurement, on every local device's thread; `print` on one.
-void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool chain_in_graph) {
+void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool chain_in_graph,
+             MpiReference* reference = nullptr) {
   for (int64_t bytes : sizes) {
     device.use_size(bytes);
     time_per_all_reduce(device, 2, 1);  // warm: pages, plans, MPI's connections
@@ -88,8 +120,21 @@ void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool
   // MPI makes 100 calls per run; the graph level runs them as one chain.
   const int runs = chain_in_graph ? 1 : kChain, per_run = chain_in_graph ? kChain : 1;
   time_per_all_reduce(device, runs, per_run);
-  const double latency = time_per_all_reduce(device, runs, per_run);
-  if (print) std::printf("latency_1k %.9g\n", latency);
+  if (reference == nullptr) {
+    const double latency = time_per_all_reduce(device, runs, per_run);
+    if (print) std::printf("latency_1k %.9g\n", latency);
+  } else {
+    reference->all_reduces(kChain);  // warm
+    std::vector<double> ordo_runs, mpi_runs;
+    for (int r = 0; r < kReps; ++r) {
+      ordo_runs.push_back(time_per_all_reduce(device, runs, per_run));
+      device.slowest(0);
+      const auto start = Clock::now();
+      reference->all_reduces(kChain);
+      mpi_runs.push_back(device.slowest(std::chrono::duration<double>(Clock::now() - start).count() / kChain));
+    }
+    if (print) std::printf("latency_1k %.9g\nlatency_1k_mpi %.9g\n", median(ordo_runs), median(mpi_runs));
+  }
   if (print) std::fflush(stdout);
 }
 
@@ -170,7 +215,9 @@ int run_comm(const std::vector<int64_t>& sizes) {
       const int ordinal = world.topology().global_ordinal(i);
       ordo::device::pin_current_thread(ordo::device::worker_cpu(world.topology().host_ordinal(ordinal)));
       CommDevice device(*comm, ordinal);
-      measure(device, sizes, world.rank() == 0 && i == 0, /*chain_in_graph=*/false);
+      std::optional<MpiReference> reference;
+      if (local == 1) reference.emplace(world.comm());
+      measure(device, sizes, world.rank() == 0 && i == 0, /*chain_in_graph=*/false, reference ? &*reference : nullptr);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -193,7 +240,10 @@ int run_graph(const std::vector<int64_t>& sizes) {
   const int first_ordinal = ordo::get_ordinal(0);
   ordo::spawn([&](int ordinal) {  // spawn gives global ordinals; the runtime's calls take indices
     GraphDevice device(ordinal - first_ordinal);
-    measure(device, sizes, first_process && ordinal == first_ordinal, /*chain_in_graph=*/true);
+    std::optional<MpiReference> reference;
+    if (ordo::num_devices() == 1 && ordo::world_size() > 1) reference.emplace(MpiWorld::join(1).comm());
+    measure(device, sizes, first_process && ordinal == first_ordinal, /*chain_in_graph=*/true,
+            reference ? &*reference : nullptr);
   });
   ordo::shutdown();
   return 0;

@@ -24,6 +24,13 @@ target_compile_options(mpi_wire_test PRIVATE -Wall -Wextra)
 target_link_libraries(mpi_wire_test PRIVATE ordo GTest::gtest GTest::gtest_main)
 gtest_discover_tests(mpi_wire_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
 
+# The rings between a host's processes, played by two threads: no processes needed.
+add_executable(host_rings_test tests/mpi/host_rings_test.cc)
+target_include_directories(host_rings_test PRIVATE src tests)
+target_compile_options(host_rings_test PRIVATE -Wall -Wextra)
+target_link_libraries(host_rings_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+gtest_discover_tests(host_rings_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
 # ordo_add_mpi_test(NAME <name> [TWO_HOSTS] ARGS <mpirun arguments and program...>
 #                   [PASS_REGULAR_EXPRESSION <regex>] [TIMEOUT <seconds>])
 # TWO_HOSTS: on scripts/two-hosts.sh's two namespaces (the processes split
@@ -118,6 +125,8 @@ foreach(layout 2x1 2x2 3x1 4x2)
   ordo_add_mpi_test(NAME mpi_failures_${layout}
     ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} $<TARGET_FILE:mpi_failures_test>)
 endforeach()
+ordo_add_mpi_test(NAME mpi_failures_2x2_shm_off
+  ARGS -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_MPI_SHM=off $<TARGET_FILE:mpi_failures_test>)
 
 # The same lines on every layout of one world (same_across_layouts.sh runs
 # mpirun itself, each run with its bound): the bitwise-layout property
@@ -199,6 +208,15 @@ foreach(suite comm_conformance comm_exchange_conformance)
       endif()
     endforeach()
   endforeach()
+endforeach()
+
+# The same suites with headers by MPI between the processes of this host
+# too (every other run above sends them through shared memory).
+foreach(suite comm_conformance comm_exchange_conformance)
+  if(NOT ORDO_MPI_COMMUNICATOR_STANDIN)
+    ordo_add_mpi_test(NAME ${suite}_mpi_2x2_shm_off TIMEOUT 150
+      ARGS --tag-output -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_MPI_SHM=off $<TARGET_FILE:${suite}_mpi_test> --gtest_color=no)
+  endif()
 endforeach()
 
 # ordo's process mesh: its wire and sockets without processes, then under

@@ -167,8 +167,8 @@ CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
     const bool other = p != plan_.me;
     const int process = plan_.processes[p];
-    headers_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, process, plan_.headers) : nullptr);
-    retractions_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, process, plan_.retractions) : nullptr);
+    headers_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, peers_.rings, process, plan_.headers) : nullptr);
+    retractions_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, peers_.rings, process, plan_.retractions) : nullptr);
   }
 }
 
@@ -180,7 +180,7 @@ std::string CrossCollective::on(int device) const {
 
 void CrossCollective::send_to_others(const std::string& message, PostedTags tags) {
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
-    if (p != plan_.me) PostedInbox::send(peers_.link, message, plan_.processes[p], tags);
+    if (p != plan_.me) PostedInbox::send(peers_.link, peers_.rings, message, plan_.processes[p], tags);
   }
 }
 

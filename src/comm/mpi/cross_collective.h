@@ -52,6 +52,7 @@ namespace ordo::comm {
 struct Peers {
   const MpiWorld& world;
   MpiLink& link;
+  HostRings* rings;  // this host's other processes, through shared memory (null: none)
   const GoneDevices& gone;
   const InterruptedDevices& interrupted;
   ProgressBoard& board;

@@ -38,9 +38,10 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
     : world_(world),
       comm_(duplicate(world.comm())),
       link_(comm_),
+      rings_(HostRings::open(comm_, world.topology())),
       local_(world.topology().world_size()),
       board_(world_, link_),
-      peers_{world_, link_, gone_, interrupted_, board_},
+      peers_{world_, link_, rings_.get(), gone_, interrupted_, board_},
       exchange_(world_, link_, gone_, interrupted_, board_),
       mesh_(ProcessMesh::join(world)),
       routes_(static_cast<size_t>(world.topology().local_devices())) {
@@ -62,6 +63,7 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
   answering_ = std::thread([this] {
     while (!stopping_.load(std::memory_order_acquire)) {
       try {
+        if (rings_) rings_->flush();
         board_.pump();
       } catch (const Error&) {
         // A malformed question changes nothing here; its asker times out.

@@ -41,6 +41,7 @@
 #include "comm/in_process/in_process_communicator.h"
 #include "comm/interrupted_devices.h"
 #include "comm/mpi/cross_collective.h"
+#include "comm/mpi/host_rings.h"
 #include "comm/mpi/local_meeting.h"
 #include "comm/mpi/mpi_exchange.h"
 #include "comm/mpi/mpi_link.h"
@@ -107,6 +108,9 @@ class MpiCommunicator : public Communicator {
   // this one's (every process makes them in step: runtime starts are).
   MPI_Comm comm_;
   MpiLink link_;
+  // Headers to and from this host's other processes (null: by MPI);
+  // outlives meetings_, whose inboxes read it.
+  std::unique_ptr<HostRings> rings_;
   GoneDevices gone_;
   InterruptedDevices interrupted_;
   InProcessCommunicator local_;  // groups within this process
@@ -119,8 +123,9 @@ class MpiCommunicator : public Communicator {
   std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
   std::mutex interrupt_mu_;           // keeps this and local_'s interrupt ids in step
-  // Answers other processes' questions (progress_board.h) every few
-  // milliseconds, even while every device of this process computes.
+  // Answers other processes' questions (progress_board.h), and moves the
+  // ring records that waited for room, every few milliseconds, even while
+  // every device of this process computes.
   std::atomic<bool> stopping_{false};
   std::thread answering_;
 };

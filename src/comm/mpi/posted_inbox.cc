@@ -5,10 +5,20 @@
 #include "core/check.h"
 
 namespace ordo::comm {
+namespace {
 
-PostedInbox::PostedInbox(MpiLink& link, int process, PostedTags tags)
-    : link_(link), process_(process), tags_(tags) {
-  post();
+// How often a waiter that reads only rings still polls MPI: Open MPI moves
+// this process's own MPI sends (a long message, a header to another host)
+// only while some thread of it is inside MPI.
+constexpr unsigned kRingPollsPerMpiPoll = 64;
+
+bool by_rings(const HostRings* rings, int process) { return rings != nullptr && rings->reaches(process); }
+
+}  // namespace
+
+PostedInbox::PostedInbox(MpiLink& link, HostRings* rings, int process, PostedTags tags)
+    : link_(link), rings_(by_rings(rings, process) ? rings : nullptr), process_(process), tags_(tags) {
+  if (rings_ == nullptr) post();
 }
 
 PostedInbox::~PostedInbox() {
@@ -30,6 +40,19 @@ std::optional<std::string_view> PostedInbox::try_take() {
     taken_ = std::move(*large);
     return std::string_view(taken_);
   }
+  if (rings_ != nullptr) {
+    if (!rings_->try_take(process_, tags_.tag, taken_)) {
+      if (++idle_polls_ % kRingPollsPerMpiPoll == 0) {
+        Requests none;
+        link_.test(none);
+      }
+      return std::nullopt;
+    }
+    idle_polls_ = 0;
+    if (!taken_.empty()) return std::string_view(taken_);
+    overflow_announced_ = true;
+    return try_take();
+  }
   const std::optional<size_t> bytes = link_.test_receive(request_);
   if (!bytes) return std::nullopt;
   // Both buffers keep their size (a resize would clear 8 KiB each time).
@@ -42,11 +65,14 @@ std::optional<std::string_view> PostedInbox::try_take() {
   return std::string_view(taken_.data(), *bytes);
 }
 
-void PostedInbox::send(MpiLink& link, std::string message, int process, PostedTags tags) {
+void PostedInbox::send(MpiLink& link, HostRings* rings, std::string_view message, int process, PostedTags tags) {
   ORDO_CHECK(!message.empty(), ": an empty message announces a long one");
-  if (message.size() <= kPostedBytes) return link.send_owned(std::move(message), process, tags.tag);
+  const bool ringed = by_rings(rings, process);
+  if (ringed && message.size() <= rings->max_message()) return rings->send(process, tags.tag, message);
+  if (!ringed && message.size() <= kPostedBytes) return link.send_owned(std::string(message), process, tags.tag);
   // The long one first: it is on its way when the receiver learns of it.
-  link.send_owned(std::move(message), process, tags.overflow_tag);
+  link.send_owned(std::string(message), process, tags.overflow_tag);
+  if (ringed) return rings->send(process, tags.tag, {});
   link.send_owned(std::string(), process, tags.tag);
 }
 

@@ -14,8 +14,12 @@
 // message on its tag that says so: the messages keep their order (MPI
 // keeps it per tag), and the posted buffers stay small.
 //
+// From another process of this host the messages come through shared
+// memory instead (host_rings.h); a message longer than a ring takes goes
+// on the overflow tag by MPI, announced the same way.
+//
 // Locking: an inbox is used by one thread at a time (its group's leader);
-// the MPI calls take the MPI lock (mpi_link.h).
+// the MPI calls take the MPI lock (mpi_link.h), the rings their own.
 #pragma once
 
 #include <mpi.h>
@@ -24,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "comm/mpi/host_rings.h"
 #include "comm/mpi/mpi_link.h"
 
 namespace ordo::comm {
@@ -40,7 +45,8 @@ class PostedInbox {
   // members fits.
   static constexpr size_t kPostedBytes = 8 * 1024;
 
-  PostedInbox(MpiLink& link, int process, PostedTags tags);
+  // rings: this host's (null: none), used when they reach process.
+  PostedInbox(MpiLink& link, HostRings* rings, int process, PostedTags tags);
   ~PostedInbox();
   PostedInbox(const PostedInbox&) = delete;
   PostedInbox& operator=(const PostedInbox&) = delete;
@@ -49,19 +55,22 @@ class PostedInbox {
   // valid until the next call.
   std::optional<std::string_view> try_take();
 
-  // Sends message as the next one of its kind to process (to its inbox there).
-  static void send(MpiLink& link, std::string message, int process, PostedTags tags);
+  // Sends message as the next one of its kind to process (to its inbox
+  // there): through rings when they reach it.
+  static void send(MpiLink& link, HostRings* rings, std::string_view message, int process, PostedTags tags);
 
  private:
   void post();
 
   MpiLink& link_;
+  HostRings* const rings_;  // null when the messages come by MPI
   const int process_;
   const PostedTags tags_;
   std::string posted_;  // MPI writes the next message here
   std::string taken_;   // the message try_take returned last
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool overflow_announced_ = false;  // the next message is on the overflow tag
+  unsigned idle_polls_ = 0;          // of the rings, since one found a message
 };
 
 }  // namespace ordo::comm

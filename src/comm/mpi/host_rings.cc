@@ -1,0 +1,268 @@
+#include "comm/mpi/host_rings.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "comm/mpi/mpi_world.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "ordo/error.h"
+
+namespace ordo::comm {
+namespace {
+
+constexpr size_t kLine = 64;
+// Each ring's two cursors, a cache line each: the writer's and the reader's.
+constexpr size_t kCursorBytes = 2 * kLine;
+constexpr size_t kMaxCapacity = 256 * 1024;
+constexpr size_t kMinCapacity = 16 * 1024;
+constexpr size_t kMaxSegment = 32 * 1024 * 1024;
+
+size_t padded(size_t bytes) { return (bytes + 7) / 8 * 8; }
+
+bool shm_wanted() {
+  const char* text = std::getenv("ORDO_MPI_SHM");
+  if (text == nullptr) return true;
+  const std::string value = text;
+  if (value == "off" || value == "0" || value == "false") return false;
+  if (value != "on" && value != "1" && value != "true" && !value.empty()) {
+    logging::log(LogLevel::kWarning, str_cat("ORDO_MPI_SHM=", value, " is neither on nor off; it stays on"));
+  }
+  return true;
+}
+
+// A name no other segment of this host has: the creator's pid, a count,
+// and random bits (pids repeat across containers sharing /dev/shm).
+std::string segment_name() {
+  static std::atomic<uint64_t> made{0};
+  std::random_device random;
+  return str_cat("/ordo-rings-", getpid(), "-", made.fetch_add(1), "-", random(), random());
+}
+
+// Maps name's segment of `bytes`, creating it (zeroed) when `create`;
+// null, with why, when it cannot.
+std::byte* map_segment(const std::string& name, size_t bytes, bool create, std::string& why) {
+  const int fd = create ? shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600) : shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    why = str_cat("shm_open: ", std::strerror(errno));
+    return nullptr;
+  }
+  // Reserved now, not at first touch: a full /dev/shm is an error here,
+  // not a SIGBUS in the middle of a collective.
+  if (create) {
+    if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+      why = str_cat("posix_fallocate of ", bytes, " bytes: ", std::strerror(rc));
+      close(fd);
+      return nullptr;
+    }
+  }
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int mmap_errno = errno;
+  close(fd);
+  if (memory == MAP_FAILED) {
+    why = str_cat("mmap: ", std::strerror(mmap_errno));
+    return nullptr;
+  }
+  return static_cast<std::byte*>(memory);
+}
+
+}  // namespace
+
+// One direction between two processes: a byte ring with the writer's
+// count of bytes written and the reader's of bytes read (both only grow;
+// their difference is what waits in the ring).
+struct HostRings::Ring {
+  uint64_t* written;
+  uint64_t* read;
+  std::byte* bytes;
+  size_t capacity;
+
+  void copy_in(uint64_t at, const void* from, size_t count) const {
+    const size_t offset = at & (capacity - 1), first = std::min(count, capacity - offset);
+    std::memcpy(bytes + offset, from, first);
+    std::memcpy(bytes, static_cast<const std::byte*>(from) + first, count - first);
+  }
+  void copy_out(uint64_t at, void* to, size_t count) const {
+    const size_t offset = at & (capacity - 1), first = std::min(count, capacity - offset);
+    std::memcpy(to, bytes + offset, first);
+    std::memcpy(static_cast<std::byte*>(to) + first, bytes, count - first);
+  }
+  // Writes the record if it fits now. Caller holds the sender's outbox mutex.
+  bool try_write(int tag, std::string_view message) const {
+    const uint64_t at = std::atomic_ref<uint64_t>(*written).load(std::memory_order_relaxed);
+    // Acquire: the reader has copied out what it counts as read.
+    const uint64_t free_from = std::atomic_ref<uint64_t>(*read).load(std::memory_order_acquire);
+    const size_t record = kRecordHeader + padded(message.size());
+    if (capacity - (at - free_from) < record) return false;
+    const uint32_t header[2] = {static_cast<uint32_t>(tag), static_cast<uint32_t>(message.size())};
+    copy_in(at, header, sizeof(header));
+    copy_in(at + kRecordHeader, message.data(), message.size());
+    std::atomic_ref<uint64_t>(*written).store(at + record, std::memory_order_release);
+    return true;
+  }
+};
+
+size_t HostRings::rings_bytes(size_t processes, size_t capacity) {
+  return processes * processes * (kCursorBytes + capacity);
+}
+
+size_t HostRings::capacity_for(size_t processes) {
+  const size_t rings = std::max<size_t>(1, processes * processes);
+  return std::clamp(std::bit_floor(kMaxSegment / rings), kMinCapacity, kMaxCapacity);
+}
+
+std::unique_ptr<HostRings> HostRings::open(MPI_Comm comm, const Topology& topology) {
+  std::lock_guard<std::mutex> lock(mpi_call_lock());
+  const int rank = topology.process();
+  MPI_Comm host = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
+  int size = 0, me = 0;
+  check_mpi(MPI_Comm_size(host, &size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(host, &me), "MPI_Comm_rank");
+  std::vector<int> processes(static_cast<size_t>(size));
+  check_mpi(MPI_Allgather(&rank, 1, MPI_INT, processes.data(), 1, MPI_INT, host), "MPI_Allgather");
+  if (size == 1) {
+    check_mpi(MPI_Comm_free(&host), "MPI_Comm_free");
+    return nullptr;
+  }
+  const size_t capacity = capacity_for(processes.size()), bytes = rings_bytes(processes.size(), capacity);
+  // The first process of the host makes the segment; the others map it by
+  // name; once all have (or failed), the name goes: nothing is left in
+  // /dev/shm however the job ends.
+  std::string why;
+  std::byte* memory = nullptr;
+  char name[64] = {};
+  if (!shm_wanted()) {
+    why = "ORDO_MPI_SHM=off";
+  } else if (me == 0) {
+    const std::string made = segment_name();
+    memory = map_segment(made, bytes, /*create=*/true, why);
+    if (memory != nullptr) std::snprintf(name, sizeof(name), "%s", made.c_str());
+  }
+  check_mpi(MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, host), "MPI_Bcast");
+  if (me != 0 && name[0] != '\0' && why.empty()) memory = map_segment(name, bytes, /*create=*/false, why);
+  int mapped = memory != nullptr ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, host), "MPI_Allreduce");
+  if (me == 0 && name[0] != '\0') shm_unlink(name);
+  check_mpi(MPI_Comm_free(&host), "MPI_Comm_free");
+  if (!mapped) {
+    if (memory != nullptr) munmap(memory, bytes);
+    logging::log(LogLevel::kInfo,
+                 str_cat("the processes of this host exchange headers by MPI, not shared memory",
+                         why.empty() ? std::string(" (another process of the host could not map it)")
+                                     : str_cat(" (", why, ")")));
+    return nullptr;
+  }
+  return std::make_unique<HostRings>(std::move(processes), static_cast<size_t>(me), memory, capacity,
+                                     [memory, bytes] { munmap(memory, bytes); });
+}
+
+HostRings::HostRings(std::vector<int> processes, size_t me, std::byte* memory, size_t capacity,
+                     std::function<void()> release)
+    : processes_(std::move(processes)), me_(me), memory_(memory), capacity_(capacity), release_(std::move(release)) {
+  ORDO_CHECK(std::has_single_bit(capacity_) && capacity_ >= 2 * kLine, ": capacity ", capacity_);
+  ORDO_CHECK(me_ < processes_.size());
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    outboxes_.push_back(std::make_unique<Outbox>());
+    inboxes_.push_back(std::make_unique<Inbox>());
+  }
+}
+
+HostRings::~HostRings() {
+  if (release_) release_();
+}
+
+bool HostRings::reaches(int process) const {
+  const auto it = std::find(processes_.begin(), processes_.end(), process);
+  return it != processes_.end() && static_cast<size_t>(it - processes_.begin()) != me_;
+}
+
+size_t HostRings::position_of(int process) const {
+  const auto it = std::find(processes_.begin(), processes_.end(), process);
+  ORDO_CHECK(it != processes_.end() && static_cast<size_t>(it - processes_.begin()) != me_, ": process ", process,
+             " is not another process of this host");
+  return static_cast<size_t>(it - processes_.begin());
+}
+
+HostRings::Ring HostRings::ring(size_t from, size_t to) const {
+  const size_t index = from * processes_.size() + to;
+  std::byte* cursors = memory_ + index * kCursorBytes;
+  std::byte* data = memory_ + processes_.size() * processes_.size() * kCursorBytes + index * capacity_;
+  return {reinterpret_cast<uint64_t*>(cursors), reinterpret_cast<uint64_t*>(cursors + kLine), data, capacity_};
+}
+
+void HostRings::send(int process, int tag, std::string_view message) {
+  ORDO_CHECK(message.size() <= max_message(), ": a message of ", message.size(), " bytes for a ring of ", capacity_);
+  const size_t to = position_of(process);
+  Outbox& out = *outboxes_[to];
+  std::lock_guard<std::mutex> lock(out.mu);
+  if (out.pending.empty() && ring(me_, to).try_write(tag, message)) return;
+  out.pending.emplace_back(tag, std::string(message));
+  any_pending_.store(true, std::memory_order_release);
+  flush_locked(to, out);
+}
+
+void HostRings::flush_locked(size_t to, Outbox& out) {
+  const Ring r = ring(me_, to);
+  while (!out.pending.empty() && r.try_write(out.pending.front().first, out.pending.front().second)) {
+    out.pending.pop_front();
+  }
+  if (!out.pending.empty()) any_pending_.store(true, std::memory_order_release);
+}
+
+void HostRings::flush() {
+  if (!any_pending_.exchange(false, std::memory_order_acq_rel)) return;
+  for (size_t to = 0; to < processes_.size(); ++to) {
+    if (to == me_) continue;
+    std::lock_guard<std::mutex> lock(outboxes_[to]->mu);
+    flush_locked(to, *outboxes_[to]);
+  }
+}
+
+bool HostRings::try_take(int process, int tag, std::string& into) {
+  const size_t from = position_of(process);
+  bool found = false;
+  {
+    Inbox& in = *inboxes_[from];
+    std::lock_guard<std::mutex> lock(in.mu);
+    if (auto queued = in.queued.find(tag); queued != in.queued.end() && !queued->second.empty()) {
+      into = std::move(queued->second.front());
+      queued->second.pop_front();
+      found = true;
+    } else {
+      const Ring r = ring(from, me_);
+      uint64_t at = std::atomic_ref<uint64_t>(*r.read).load(std::memory_order_relaxed);
+      // Acquire: the bytes of every record counted as written are there.
+      const uint64_t end = std::atomic_ref<uint64_t>(*r.written).load(std::memory_order_acquire);
+      while (at < end) {
+        uint32_t header[2];
+        r.copy_out(at, header, sizeof(header));
+        const size_t record = kRecordHeader + padded(header[1]);
+        if (record > end - at) {
+          throw_error<CollectiveError>("the shared-memory ring from process ", process, " holds a record of ",
+                                       header[1], " bytes where only ", end - at - kRecordHeader, " were written");
+        }
+        const int record_tag = static_cast<int>(header[0]);
+        std::string& message = !found && record_tag == tag ? into : in.queued[record_tag].emplace_back();
+        found = found || record_tag == tag;
+        message.resize(header[1]);
+        r.copy_out(at + kRecordHeader, message.data(), header[1]);
+        at += record;
+      }
+      // Release: the sender may write over these bytes once it sees this.
+      std::atomic_ref<uint64_t>(*r.read).store(at, std::memory_order_release);
+    }
+  }
+  if (any_pending_.load(std::memory_order_acquire)) flush();
+  return found;
+}
+
+}  // namespace ordo::comm
