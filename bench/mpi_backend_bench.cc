@@ -69,17 +69,19 @@ struct Device {
   virtual double slowest(double seconds) = 0;
 };
 
-// Seconds per all_reduce: the median over kReps runs of the slowest device's
-// time for `runs` x `per_run` all_reduces.
+// Seconds per all_reduce of one run of `runs` x `per_run` all_reduces: the
+// slowest device's.
+double one_run(Device& device, int runs, int per_run) {
+  device.slowest(0);
+  const auto start = Clock::now();
+  for (int i = 0; i < runs; ++i) device.all_reduces(per_run);
+  return device.slowest(std::chrono::duration<double>(Clock::now() - start).count() / (runs * per_run));
+}
+
+// Seconds per all_reduce: the median over kReps runs.
 double time_per_all_reduce(Device& device, int runs, int per_run) {
   std::vector<double> samples;
-  for (int r = 0; r < kReps; ++r) {
-    device.slowest(0);
-    const auto start = Clock::now();
-    for (int i = 0; i < runs; ++i) device.all_reduces(per_run);
-    const double mine = std::chrono::duration<double>(Clock::now() - start).count() / (runs * per_run);
-    samples.push_back(device.slowest(mine));
-  }
+  for (int r = 0; r < kReps; ++r) samples.push_back(one_run(device, runs, per_run));
   return median(samples);
 }
 
@@ -127,7 +129,7 @@ void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool
     reference->all_reduces(kChain);  // warm
     std::vector<double> ordo_runs, mpi_runs;
     for (int r = 0; r < kReps; ++r) {
-      ordo_runs.push_back(time_per_all_reduce(device, runs, per_run));
+      ordo_runs.push_back(one_run(device, runs, per_run));
       device.slowest(0);
       const auto start = Clock::now();
       reference->all_reduces(kChain);

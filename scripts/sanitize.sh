@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite under sanitizers: `address` (ASan + UBSan, every test)
 # or `thread` (TSan: the conformance suites, the rendezvous and its round counts, concurrent, executor, collective, buffer donation,
-# token, spawn, block cache, soak bounds, free-core pool, the kernels that split on it, and worker tests).
+# token, spawn, block cache, soak bounds, free-core pool, the kernels that split on it, worker and host ring tests).
 # Each builds into its own build-<kind>/ (the Python extension is left out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=pri
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if [ "$kind" = thread ]; then
   ctest --test-dir "$ORDO_BUILD_DIR" --output-on-failure -j "$(nproc)" \
-    -R 'Conformance|Topology|Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|BufferDonation|DataParallelDonation|Spawn|ThreadBlockCache|BufferPool|SoakBounds|FreeCores|Matmul|ReduceOrder|RowBlocks|DropPendingGraph|Worker|Rendezvous|ExchangeRounds'
+    -R 'Conformance|Topology|Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|BufferDonation|DataParallelDonation|Spawn|ThreadBlockCache|BufferPool|SoakBounds|FreeCores|Matmul|ReduceOrder|RowBlocks|DropPendingGraph|Worker|Rendezvous|ExchangeRounds|HostRings'
 else
   ctest --test-dir "$ORDO_BUILD_DIR" --output-on-failure -j "$(nproc)" -LE mpi
   # Open MPI leaks what it allocates at start (full stacks, so that the

@@ -167,8 +167,11 @@ CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
     const bool other = p != plan_.me;
     const int process = plan_.processes[p];
-    headers_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, peers_.rings, process, plan_.headers) : nullptr);
-    retractions_.push_back(other ? std::make_unique<PostedInbox>(peers_.link, peers_.rings, process, plan_.retractions) : nullptr);
+    auto inbox = [&](PostedTags tags) {
+      return other ? std::make_unique<PostedInbox>(peers_.link, peers_.rings, process, tags) : nullptr;
+    };
+    headers_.push_back(inbox(plan_.headers));
+    retractions_.push_back(inbox(plan_.retractions));
   }
 }
 

@@ -86,6 +86,7 @@ struct HostRings::Ring {
   size_t capacity;
 
   void copy_in(uint64_t at, const void* from, size_t count) const {
+    if (count == 0) return;  // an empty message's bytes may be null
     const size_t offset = at & (capacity - 1), first = std::min(count, capacity - offset);
     std::memcpy(bytes + offset, from, first);
     std::memcpy(bytes, static_cast<const std::byte*>(from) + first, count - first);
