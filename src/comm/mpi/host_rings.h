@@ -23,9 +23,9 @@
 //
 // Locking: per peer process, one mutex for what this process sends it
 // (the pending records and the ring's write cursor) and one for what it
-// receives from it (the queues and the read cursor); a receive may take
-// the send mutexes after its own (a flush), never the other way round.
-// Both are leaves for the rest of the backend.
+// receives from it (the queues and the read cursor). Each is held alone
+// (a take flushes after it lets go of its own), and both are leaves for
+// the rest of the backend.
 #pragma once
 
 #include <mpi.h>
