@@ -69,13 +69,20 @@ struct Device {
   virtual double slowest(double seconds) = 0;
 };
 
-// Seconds per all_reduce of one run of `runs` x `per_run` all_reduces: the
-// slowest device's.
-double one_run(Device& device, int runs, int per_run) {
+// Seconds per call of one run of `calls` all_reduces made by `run`: the
+// slowest device's (device meets its peers before and after).
+double one_run(Device& device, int calls, const std::function<void()>& run) {
   device.slowest(0);
   const auto start = Clock::now();
-  for (int i = 0; i < runs; ++i) device.all_reduces(per_run);
-  return device.slowest(std::chrono::duration<double>(Clock::now() - start).count() / (runs * per_run));
+  run();
+  return device.slowest(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+}
+
+// Seconds per all_reduce of `runs` x `per_run` all_reduces of the device.
+double one_run(Device& device, int runs, int per_run) {
+  return one_run(device, runs * per_run, [&] {
+    for (int i = 0; i < runs; ++i) device.all_reduces(per_run);
+  });
 }
 
 // Seconds per all_reduce: the median over kReps runs.
@@ -130,10 +137,7 @@ void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool
     std::vector<double> ordo_runs, mpi_runs;
     for (int r = 0; r < kReps; ++r) {
       ordo_runs.push_back(one_run(device, runs, per_run));
-      device.slowest(0);
-      const auto start = Clock::now();
-      reference->all_reduces(kChain);
-      mpi_runs.push_back(device.slowest(std::chrono::duration<double>(Clock::now() - start).count() / kChain));
+      mpi_runs.push_back(one_run(device, kChain, [&] { reference->all_reduces(kChain); }));
     }
     if (print) std::printf("latency_1k %.9g\nlatency_1k_mpi %.9g\n", median(ordo_runs), median(mpi_runs));
   }
