@@ -163,7 +163,15 @@ class CrossCollective::Watch {
 };
 
 CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
-    : peers_(peers), meeting_(meeting), plan_(meeting.plan()), fingerprints_(plan_.local_ranks.size()) {
+    : peers_(peers),
+      meeting_(meeting),
+      plan_(meeting.plan()),
+      fingerprints_(plan_.local_ranks.size()),
+      their_headers_(plan_.processes.size()),
+      raw_(plan_.processes.size()),
+      heard_(plan_.processes.size()),
+      words_(plan_.group.size()),
+      staged_(plan_.group.size()) {
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
     const bool other = p != plan_.me;
     const int process = plan_.processes[p];
@@ -219,10 +227,9 @@ std::optional<device::Failure> CrossCollective::retraction(int64_t sequence) {
   return std::nullopt;
 }
 
-std::optional<device::Failure> CrossCollective::receive_headers(const CollectiveAt& at, const CollectiveCall& like,
-                                                                std::vector<std::optional<DecodedMessage>>& headers,
-                                                                std::vector<std::string_view>& raw) {
-  std::vector<bool> heard(plan_.processes.size(), false);
+std::optional<device::Failure> CrossCollective::receive_headers(const CollectiveAt& at, const CollectiveCall& like) {
+  std::vector<bool>& heard = heard_;
+  std::fill(heard.begin(), heard.end(), false);
   heard[plan_.me] = true;
   size_t missing = plan_.processes.size() - 1;
   const int64_t sequence = at.sequence;
@@ -234,7 +241,8 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
       if (heard[p]) continue;
       const int process = plan_.processes[p];
       while (std::optional<std::string_view> bytes = headers_[p]->try_take()) {
-        DecodedMessage m = decode_message(*bytes, peers_.world.describe_process(process));
+        DecodedMessage& m = their_headers_[p];
+        decode_message(*bytes, peers_.world.describe_process(process), m);
         if (m.sequence < sequence) continue;  // of a collective that failed here before it sent
         if (m.sequence > sequence || m.kind != MessageKind::kHeader) {
           return device::Failure{
@@ -243,8 +251,7 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
                       " is at its collective #", m.sequence, " of the group while ", who(plan_.group[plan_.local_ranks[0]]),
                       " is at #", sequence, " (", describe(like), "): the group's collectives are out of step")};
         }
-        headers[p] = std::move(m);
-        raw[p] = *bytes;
+        raw_[p] = *bytes;
         heard[p] = true;
         --missing;
         break;
@@ -267,16 +274,15 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
   return std::nullopt;
 }
 
-void CrossCollective::record_timing(const CollectiveAt& at,
-                                    const std::vector<std::optional<DecodedMessage>>& headers) const {
+void CrossCollective::record_timing(const CollectiveAt& at) const {
   // The system clocks of two hosts need not agree: the last arrival they
   // give is kept between the local group's arrival and the last header's.
   int last_device = at.arrived.device;
   int64_t last_wall_ns = at.arrived.wall_ns;
-  for (size_t p = 0; p < headers.size(); ++p) {
-    if (p == plan_.me || headers[p]->last_arrival_wall_ns <= last_wall_ns) continue;
-    last_wall_ns = headers[p]->last_arrival_wall_ns;
-    last_device = headers[p]->last_device;
+  for (size_t p = 0; p < their_headers_.size(); ++p) {
+    if (p == plan_.me || their_headers_[p].last_arrival_wall_ns <= last_wall_ns) continue;
+    last_wall_ns = their_headers_[p].last_arrival_wall_ns;
+    last_device = their_headers_[p].last_device;
   }
   const int64_t all_arrived_ns =
       std::clamp(at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns), at.arrived.steady_ns, steady_now_ns());
@@ -330,40 +336,40 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
     if (broken_) return device::Failure{ErrorCode::kCollective, *broken_};
     const auto& calls = meeting_.calls();
     const CollectiveCall& like = *calls[0];
-    std::vector<MemberEntry> entries;
+    entries_.clear();
     for (size_t i = 0; i < calls.size(); ++i) {
       fingerprints_[i].assign(*calls[i]);
-      entries.push_back({plan_.group[plan_.local_ranks[i]], fingerprints_[i].words(), {}});
+      entries_.push_back({plan_.group[plan_.local_ranks[i]], fingerprints_[i].words(), {}});
     }
     const bool eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
     const size_t slot = eager ? aligned_to_line(staged_bytes(like)) : 0;
-    std::string mine = encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries, ErrorCode::kExecution,
-                                       {}, at.arrived.device, at.arrived.wall_ns},
-                                      slot * calls.size());
-    const size_t payload = mine.size() - slot * calls.size();
+    encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries_, ErrorCode::kExecution, {},
+                    at.arrived.device, at.arrived.wall_ns},
+                   slot * calls.size(), mine_);
+    const size_t payload = mine_.size() - slot * calls.size();
     if (eager) {
-      for (size_t i = 0; i < calls.size(); ++i) stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine.data() + payload + i * slot));
+      for (size_t i = 0; i < calls.size(); ++i) {
+        stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine_.data() + payload + i * slot));
+      }
     }
-    send_to_others(mine, plan_.headers);
+    send_to_others(mine_, plan_.headers);
 
-    std::vector<std::optional<DecodedMessage>> headers(plan_.processes.size());
-    std::vector<std::string_view> raw(plan_.processes.size());
-    if (std::optional<device::Failure> failure = receive_headers(at, like, headers, raw)) {
+    if (std::optional<device::Failure> failure = receive_headers(at, like)) {
       retract(sequence, *failure);
       return failure;
     }
     // Every member's fingerprint and staged inputs, by rank.
-    std::vector<std::span<const int64_t>> words(plan_.group.size());
-    std::vector<const std::byte*> staged(plan_.group.size(), nullptr);
+    std::vector<std::span<const int64_t>>& words = words_;
+    std::vector<const std::byte*>& staged = staged_;
     for (size_t i = 0; i < calls.size(); ++i) {
       words[plan_.local_ranks[i]] = fingerprints_[i].words();
-      staged[plan_.local_ranks[i]] = reinterpret_cast<const std::byte*>(mine.data() + payload + i * slot);
+      staged[plan_.local_ranks[i]] = reinterpret_cast<const std::byte*>(mine_.data() + payload + i * slot);
     }
     for (size_t p = 0; p < plan_.processes.size(); ++p) {
       if (p == plan_.me) continue;
-      const DecodedMessage& h = *headers[p];
+      const DecodedMessage& h = their_headers_[p];
       if (!h.failure.empty()) return device::Failure{h.failure_code, h.failure};
-      const std::string from = peers_.world.describe_process(plan_.processes[p]);
+      const std::string& from = peers_.world.describe_process(plan_.processes[p]);
       const std::vector<size_t>& ranks = plan_.ranks_of[p];
       if (h.members.size() != ranks.size()) {
         throw_error<CollectiveError>("a header from ", from, " names ", h.members.size(), " members of group ",
@@ -372,10 +378,10 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
       for (size_t j = 0; j < ranks.size(); ++j) {
         ORDO_CHECK_EQ(h.members[j].device, plan_.group[ranks[j]]);
         words[ranks[j]] = h.members[j].fingerprint;
-        staged[ranks[j]] = reinterpret_cast<const std::byte*>(raw[p].data() + h.payload_offset + j * slot);
+        staged[ranks[j]] = reinterpret_cast<const std::byte*>(raw_[p].data() + h.payload_offset + j * slot);
       }
     }
-    record_timing(at, headers);
+    record_timing(at);
     for (size_t rank = 1; rank < words.size(); ++rank) {
       if (!std::equal(words[rank].begin(), words[rank].end(), words[0].begin(), words[0].end())) {
         return mismatch(at, rank, like);
@@ -383,7 +389,7 @@ std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
     }
     if (eager) {
       for (size_t p = 0; p < plan_.processes.size(); ++p) {
-        if (p != plan_.me && raw[p].size() < headers[p]->payload_offset + slot * plan_.ranks_of[p].size()) {
+        if (p != plan_.me && raw_[p].size() < their_headers_[p].payload_offset + slot * plan_.ranks_of[p].size()) {
           throw_error<CollectiveError>("the header from ", peers_.world.describe_process(plan_.processes[p]),
                                        " is shorter than the inputs it carries");
         }

@@ -85,10 +85,9 @@ class CrossCollective {
   std::string on(int device) const;
 
  private:
-  // The headers of every other process (by position), or a failure.
-  std::optional<device::Failure> receive_headers(const CollectiveAt& at, const CollectiveCall& like,
-                                                 std::vector<std::optional<DecodedMessage>>& headers,
-                                                 std::vector<std::string_view>& raw);
+  // The headers of every other process, into their_headers_ and raw_, or
+  // a failure.
+  std::optional<device::Failure> receive_headers(const CollectiveAt& at, const CollectiveCall& like);
   // After a mismatch: the descriptions of every member, by rank.
   device::Failure mismatch(const CollectiveAt& at, size_t rank, const CollectiveCall& like);
   // A retraction of #sequence from any process of the group, if one came.
@@ -96,7 +95,7 @@ class CrossCollective {
   void send_to_others(const std::string& message, PostedTags tags);
   // Every header is in: tells each local member when the group's last
   // member arrived and who it was.
-  void record_timing(const CollectiveAt& at, const std::vector<std::optional<DecodedMessage>>& headers) const;
+  void record_timing(const CollectiveAt& at) const;
   // This process takes back its header of #sequence.
   void retract(int64_t sequence, const device::Failure& failure);
   // The failure of a collective that waits for the processes at the
@@ -111,6 +110,17 @@ class CrossCollective {
   // By process position (none for this one).
   std::vector<std::unique_ptr<PostedInbox>> headers_, retractions_;
   Scratch scratch_;
+  // The leader's header and what it hears, kept from one collective to the
+  // next so that a small one allocates nothing: by process position
+  // (their_headers_, raw_: the message each came in, heard_), and by rank
+  // (words_: fingerprints, staged_: a small all_reduce's inputs).
+  std::vector<MemberEntry> entries_;
+  std::string mine_;
+  std::vector<DecodedMessage> their_headers_;
+  std::vector<std::string_view> raw_;
+  std::vector<bool> heard_;
+  std::vector<std::span<const int64_t>> words_;
+  std::vector<const std::byte*> staged_;
   std::map<int64_t, device::Failure> early_retractions_;
   std::optional<std::string> broken_;  // why the group's collectives cannot run any more
 };

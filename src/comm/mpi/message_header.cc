@@ -48,8 +48,14 @@ void put(char*& at, const void* data, size_t bytes) {
 }  // namespace
 
 std::string encode_message(const MessageHeader& header, size_t payload_bytes) {
+  std::string bytes;
+  encode_message(header, payload_bytes, bytes);
+  return bytes;
+}
+
+void encode_message(const MessageHeader& header, size_t payload_bytes, std::string& bytes) {
   const size_t head = header_bytes(header);
-  std::string bytes((payload_bytes == 0 ? head : aligned(head)) + payload_bytes, '\0');
+  bytes.assign((payload_bytes == 0 ? head : aligned(head)) + payload_bytes, '\0');
   const FixedPart fixed{kMagic,
                         kVersion,
                         static_cast<uint32_t>(header.kind),
@@ -70,10 +76,15 @@ std::string encode_message(const MessageHeader& header, size_t payload_bytes) {
     put(at, m.text.data(), m.text.size());
   }
   put(at, header.failure.data(), header.failure.size());
-  return bytes;
 }
 
 DecodedMessage decode_message(std::string_view message, const std::string& from) {
+  DecodedMessage out;
+  decode_message(message, from, out);
+  return out;
+}
+
+void decode_message(std::string_view message, const std::string& from, DecodedMessage& out) {
   auto malformed = [&](const char* why) {
     throw_error<CollectiveError>("a message from ", from, " is not one of ordo's collectives (", why, ", ",
                                  message.size(), " bytes)");
@@ -91,7 +102,6 @@ DecodedMessage decode_message(std::string_view message, const std::string& from)
   if (fixed.magic != kMagic) malformed("no header");
   if (fixed.version != kVersion) malformed("another version of the header");
   if (fixed.kind < 1 || fixed.kind > 3) malformed("an unknown kind of message");
-  DecodedMessage out;
   out.kind = static_cast<MessageKind>(fixed.kind);
   out.process = fixed.process;
   out.sequence = fixed.sequence;
@@ -116,7 +126,6 @@ DecodedMessage decode_message(std::string_view message, const std::string& from)
   take(out.failure.data(), fixed.failure_bytes);
   out.payload_offset = at == message.size() ? at : aligned(at);
   if (out.payload_offset > message.size()) malformed("shorter than its header says");
-  return out;
 }
 
 }  // namespace ordo::comm

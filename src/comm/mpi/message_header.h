@@ -48,6 +48,8 @@ struct MessageHeader {
 // The header's bytes, then room for payload_bytes more, which start on a
 // 64-byte boundary of the message (payload_offset).
 std::string encode_message(const MessageHeader& header, size_t payload_bytes);
+// The same, into `bytes`, whose memory is reused from call to call.
+void encode_message(const MessageHeader& header, size_t payload_bytes, std::string& bytes);
 
 struct DecodedMember {
   int device = 0;
@@ -71,5 +73,7 @@ struct DecodedMessage {
 // header, or that does not start with one, is a CollectiveError naming
 // `from` (another program, or a tag that two channels share): never data.
 DecodedMessage decode_message(std::string_view message, const std::string& from);
+// The same, into `out`, whose vectors' memory is reused from call to call.
+void decode_message(std::string_view message, const std::string& from, DecodedMessage& out);
 
 }  // namespace ordo::comm

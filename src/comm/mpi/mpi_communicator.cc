@@ -81,6 +81,11 @@ MpiCommunicator::~MpiCommunicator() {
   link_.free_communicator(comm_);
 }
 
+void MpiCommunicator::flush_sends() {
+  if (rings_) rings_->flush();  // what waited for room in a ring, as far as it fits now
+  link_.flush_owned(kNewsAfterSends);
+}
+
 void MpiCommunicator::hear(int device, const std::string& reason, bool for_good) {
   if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
   if (for_good) {
@@ -261,7 +266,7 @@ void MpiCommunicator::mark_device_failed(int device, const std::string& reason) 
   gone_.mark(device, reason);
   local_.mark_device_failed(device, reason);
   if (world_.topology().is_local(device)) {
-    link_.flush_owned(kNewsAfterSends);
+    flush_sends();
     mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
   }
 }
@@ -277,7 +282,7 @@ void MpiCommunicator::mark_device_absent(int device, const std::string& reason, 
   gone_.mark_absent(device, reason, epoch);
   local_.mark_device_absent(device, reason, epoch);
   if (current && world_.topology().is_local(device)) {
-    link_.flush_owned(kNewsAfterSends);
+    flush_sends();
     mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
   }
 }

@@ -99,6 +99,9 @@ class MpiCommunicator : public Communicator {
   class MemberChecks;
   // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
   const std::string* keep_locked(std::string text);
+  // What this process sent leaves it before news of its devices does (the
+  // news travel on the mesh and could overtake it).
+  void flush_sends();
   // News from another process, or of one that died.
   void hear(int device, const std::string& reason, bool for_good);
 
