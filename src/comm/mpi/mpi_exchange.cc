@@ -264,6 +264,16 @@ std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::ve
         if (note.other_round >= 0) pass(note.other_tag, note.other_participants, note.other_round);
         it = inbox.begin();
       }
+      // A payload whose sender gave its round up (the note follows it on
+      // the same tag) says nothing of where the sender waits now: its
+      // round may never be done here, and would be taken for half of a
+      // cycle whenever this device waits for that sender again.
+      auto given_up = [&](const Note& payload) {
+        return std::any_of(inbox.begin(), inbox.end(), [&](const Note& n) {
+          return n.kind == Note::Kind::kGivenUp && n.sender == payload.sender && n.round == payload.round &&
+                 n.tag == payload.tag && n.participants == payload.participants;
+        });
+      };
       bool in_cycle = false;
       for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
         const bool mine = it->tag == key.first && it->participants == key.second;
@@ -283,7 +293,7 @@ std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::ve
           it = inbox.erase(it);
           continue;
         }
-        if (!mine && awaited && it->kind == Note::Kind::kPayload) {
+        if (!mine && awaited && it->kind == Note::Kind::kPayload && !given_up(*it)) {
           in_cycle = true;
           const auto now = std::chrono::steady_clock::now();
           if (!cycle_seen) cycle_seen = true, cycle_since = now;
