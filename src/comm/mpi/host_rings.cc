@@ -181,16 +181,19 @@ HostRings::~HostRings() {
   if (release_) release_();
 }
 
-bool HostRings::reaches(int process) const {
+std::optional<size_t> HostRings::other_position(int process) const {
   const auto it = std::find(processes_.begin(), processes_.end(), process);
-  return it != processes_.end() && static_cast<size_t>(it - processes_.begin()) != me_;
+  const auto position = static_cast<size_t>(it - processes_.begin());
+  if (it == processes_.end() || position == me_) return std::nullopt;
+  return position;
 }
 
+bool HostRings::reaches(int process) const { return other_position(process).has_value(); }
+
 size_t HostRings::position_of(int process) const {
-  const auto it = std::find(processes_.begin(), processes_.end(), process);
-  ORDO_CHECK(it != processes_.end() && static_cast<size_t>(it - processes_.begin()) != me_, ": process ", process,
-             " is not another process of this host");
-  return static_cast<size_t>(it - processes_.begin());
+  const std::optional<size_t> position = other_position(process);
+  ORDO_CHECK(position.has_value(), ": process ", process, " is not another process of this host");
+  return *position;
 }
 
 HostRings::Ring HostRings::ring(size_t from, size_t to) const {

@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,7 +98,9 @@ class HostRings {
     std::map<int, std::deque<std::string>> queued;  // by tag, read from the ring before they were asked for
   };
 
-  size_t position_of(int process) const;
+  // The position of another process of this host in processes_, if it is one.
+  std::optional<size_t> other_position(int process) const;
+  size_t position_of(int process) const;  // of one that reaches() holds of
   Ring ring(size_t from, size_t to) const;
   // Caller holds the outbox's mutex: writes what fits of its pending records.
   void flush_locked(size_t to, Outbox& out);
