@@ -5,9 +5,12 @@
     loss.backward()            # every parameter's .grad, in the same graph
 """
 
-from . import functional
-from ._layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Sequential, Tanh
+from . import functional, utils
+from ._layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax, ReLU, Sequential,
+                      Sigmoid, Softmax, Tanh)
+from ._losses import CrossEntropyLoss, MSELoss, NLLLoss
 from ._module import Module, Parameter
 
-__all__ = ["GELU", "Dropout", "Embedding", "LayerNorm", "Linear", "Module", "Parameter", "ReLU", "Sequential",
-           "Tanh", "functional"]
+__all__ = ["GELU", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
+           "LogSoftmax", "MSELoss", "Module", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax",
+           "Tanh", "functional", "utils"]

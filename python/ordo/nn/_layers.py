@@ -1,6 +1,7 @@
 """The layers of ordo.nn, initialized as PyTorch 1.13's (from ordo's seeded generator)."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -103,6 +104,70 @@ class ReLU(Module):
 class Tanh(Module):
     def forward(self, input):  # noqa: A002
         return F.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input):  # noqa: A002
+        return F.sigmoid(input)
+
+
+def _legacy_softmax_dim(name, ndim):
+    """torch's choice when dim is None: 0 for 0-, 1- and 3-d inputs, else 1 (with its warning)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class _AlongDim(Module):
+    """softmax or log_softmax along dim, as torch's modules (dim None: the legacy choice)."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        dim = _legacy_softmax_dim(self._name, input.ndim) if self.dim is None else self.dim
+        return self._function(input, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(_AlongDim):
+    _name, _function = "softmax", staticmethod(F.softmax)
+
+
+class LogSoftmax(_AlongDim):
+    _name, _function = "log_softmax", staticmethod(F.log_softmax)
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):  # torch's takes (and ignores) any arguments
+        super().__init__()
+
+    def forward(self, input):  # noqa: A002
+        return input
+
+
+class Flatten(Module):
+    """Dims start_dim to end_dim (negative: from the end) merged into one, as torch's."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):  # noqa: A002
+        shape = list(input.shape)
+        start = self.start_dim + len(shape) if self.start_dim < 0 else self.start_dim
+        end = self.end_dim + len(shape) if self.end_dim < 0 else self.end_dim
+        if not 0 <= start <= end < max(len(shape), 1):
+            raise IndexError(f"Flatten: dims {self.start_dim} to {self.end_dim} are out of range for an input "
+                             f"of shape {input.shape}")
+        merged = int(np.prod(shape[start:end + 1], dtype=np.int64))
+        return _C.reshape(input, shape[:start] + [merged] + shape[end + 1:])
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class GELU(Module):

@@ -120,6 +120,20 @@ class Module:
     def eval(self):
         return self.train(False)
 
+    def apply(self, fn):
+        """fn(module) for every submodule, children before their parent, then self (torch's order)."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        """Every parameter starts (True) or stops (False) requiring a gradient: a frozen layer's
+        parameters get no .grad from backward()."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
     def zero_grad(self, set_to_none=True):
         for p in self.parameters():
             if p.grad is not None:

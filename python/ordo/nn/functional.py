@@ -3,6 +3,7 @@
 import numpy as np
 
 from .. import _C
+from .._tensor import Tensor, tensor
 from .._nn_ops import dropout as _dropout
 from .._nn_ops import gelu, log_softmax, softmax  # noqa: F401 - torch's names live here too
 
@@ -31,17 +32,101 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction ('mean', 'sum' or 'none')")
 
 
-def cross_entropy(input, target, reduction="mean"):  # noqa: A002
-    """The mean (or sum) over the batch of -log softmax(input)[target]: input (N, C) logits, target (N,)
-    class indices (int32 or int64). An index outside [0, C) makes reading the loss raise, as one_hot does."""
+def _class_weights(weight, input, what):
+    """weight as a tensor of input's dtype and device, one per class (None stays None)."""
+    if weight is None:
+        return None
+    classes = input.shape[1]
+    if not isinstance(weight, Tensor):
+        weight = tensor(np.asarray(weight.numpy() if hasattr(weight, "numpy") else weight), dtype=input.dtype,
+                        device=input._device)
+    if tuple(weight.shape) != (classes,):
+        raise ValueError(f"{what}: weight must hold one value per class ({classes},), got shape {weight.shape}")
+    return weight if weight.dtype == input.dtype else _C.cast(weight, input.dtype)
+
+
+def _check_batch(what, input, target, indices=True):
     if input.ndim != 2:
-        raise ValueError(f"cross_entropy: the logits must be (batch, classes), got shape {input.shape}")
-    if target.ndim != 1 or target.shape[0] != input.shape[0]:
-        raise ValueError(f"cross_entropy: the targets must be ({input.shape[0]},), got shape {target.shape}")
-    if np.dtype(target.dtype).kind != "i":
-        raise TypeError(f"cross_entropy: the targets must be class indices (int32 or int64), got {target.dtype}")
-    picked = _C.gather(log_softmax(input, 1), 1, _C.reshape(target, [target.shape[0], 1]))
-    return _reduce(-_C.reshape(picked, [target.shape[0]]), reduction)
+        raise ValueError(f"{what}: the input must be (batch, classes), got shape {input.shape}")
+    if indices:
+        if target.ndim != 1 or target.shape[0] != input.shape[0]:
+            raise ValueError(f"{what}: the targets must be ({input.shape[0]},), got shape {target.shape}")
+        if np.dtype(target.dtype).kind != "i":
+            raise TypeError(f"{what}: the targets must be class indices (int32 or int64) or class "
+                            f"probabilities of the input's shape, got {target.dtype} of shape {target.shape}")
+
+
+def _picked_losses(log_probs, target, weight, ignore_index):
+    """Per sample: -weight[t] * log_probs[t] for its target t, 0 where t is
+    ignore_index; and each sample's weight (0 where ignored). A target outside
+    [0, classes) that is not ignore_index makes reading the loss raise."""
+    batch = target.shape[0]
+    kept = target != ignore_index
+    safe = _C.where(kept, target, 0)  # an ignored sample reads class 0, then counts for nothing
+    picked = _C.reshape(_C.gather(log_probs, 1, _C.reshape(safe, [batch, 1])), [batch])
+    if weight is None:
+        return _C.where(kept, -picked, 0.0), _C.cast(kept, log_probs.dtype)
+    of_target = _C.index_select(weight, 0, safe)
+    # where, not a product with 0: an ignored sample's -inf stays out.
+    return _C.where(kept, -picked * of_target, 0.0), _C.where(kept, of_target, 0.0)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+    """The negative log likelihood of the targets, as torch's: input (N, C)
+    log-probabilities, target (N,) class indices. A sample whose target is
+    ignore_index counts for nothing; with weight (C,), sample i counts
+    weight[target[i]] times, and the mean divides by the sum of those
+    weights (0 / 0, NaN, when every sample is ignored, as torch)."""
+    _check_batch("nll_loss", input, target)
+    losses, sample_weight = _picked_losses(input, target, _class_weights(weight, input, "nll_loss"), ignore_index)
+    if reduction == "mean":
+        return losses.sum() / sample_weight.sum()
+    return _reduce(losses, reduction)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
+                  label_smoothing=0.0):
+    """torch 1.13's cross_entropy over (N, C) logits: nll_loss of
+    log_softmax(input) for class indices (with weight and ignore_index as
+    nll_loss), or -sum(target * log_softmax(input)) per sample for class
+    probabilities of input's shape. label_smoothing = e mixes in the
+    uniform distribution: (1 - e) * that loss + e / C * the loss against
+    every class alike (weighted by class; the mean divides as nll_loss's)."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    indices = np.dtype(target.dtype).kind == "i"
+    _check_batch("cross_entropy", input, target, indices)
+    weight = _class_weights(weight, input, "cross_entropy")
+    classes = input.shape[1]
+    log_probs = log_softmax(input, 1)
+    if not indices:
+        return _cross_entropy_with_probabilities(log_probs, target, weight, reduction, label_smoothing)
+    losses, sample_weight = _picked_losses(log_probs, target, weight, ignore_index)
+    loss = losses.sum() / sample_weight.sum() if reduction == "mean" else _reduce(losses, reduction)
+    if label_smoothing == 0.0:
+        return loss
+    # Every class alike: -sum_c weight[c] * log_probs[c], 0 for an ignored sample.
+    everything = log_probs if weight is None else log_probs * weight
+    smooth = _C.where(target != ignore_index, -everything.sum(1), 0.0)
+    # The mean divides by the kept samples' weights (their count unweighted), as nll_loss's.
+    smooth = smooth.sum() / sample_weight.sum() if reduction == "mean" else _reduce(smooth, reduction)
+    return (1 - label_smoothing) * loss + (label_smoothing / classes) * smooth
+
+
+def _cross_entropy_with_probabilities(log_probs, target, weight, reduction, label_smoothing):
+    if tuple(target.shape) != tuple(log_probs.shape):
+        raise ValueError(f"cross_entropy: class probabilities must have the input's shape {log_probs.shape}, "
+                         f"got {target.shape}")
+    if target.dtype != log_probs.dtype:
+        raise TypeError(f"cross_entropy: class probabilities must have the input's dtype {log_probs.dtype}, "
+                        f"got {target.dtype}")
+    classes = log_probs.shape[1]
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    terms = log_probs * target if weight is None else log_probs * target * weight
+    losses = -terms.sum(1)
+    # The mean is over samples, weighted or not (torch).
+    return _reduce(losses, reduction)
 
 
 def mse_loss(input, target, reduction="mean"):  # noqa: A002

@@ -11,11 +11,13 @@
 
 ZeroRedundancyOptimizer (torch_xla's ZeRO-1) shards a wrapped optimizer's
 state over the devices; ordo.reduce_gradients and ordo.optimizer_step
-average gradients for data-parallel training."""
+average gradients for data-parallel training. lr_scheduler holds torch's
+learning rate schedules: changing a learning rate compiles nothing new."""
 
+from . import lr_scheduler
 from ._adam import Adam, AdamW
 from ._optimizer import Optimizer, required
 from ._sgd import SGD
 from ._zero1 import ZeroRedundancyOptimizer
 
-__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "ZeroRedundancyOptimizer", "required"]
+__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "ZeroRedundancyOptimizer", "lr_scheduler", "required"]
