@@ -114,3 +114,40 @@ def test_a_device_outside_the_sharding_groups_is_refused():
             ordo.ZeroRedundancyOptimizer(params, ordo.optim.SGD, lr=0.1, sharding_groups=[[1 - index]])
 
     ordo.spawn(run)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_zero1_under_a_schedule_matches_plain_data_parallel_with_clip_grad_norm(name):
+    """The user's way to the same training: the plain optimizer with
+    nn.utils.clip_grad_norm_ and an lr_scheduler on each, against ZeRO-1
+    clipping by itself (its base optimizer takes the scheduled lr)."""
+    world = 4
+    spmd.restart(world)
+    optimizer_class, options = OPTIMIZERS[name]
+
+    def run(index):
+        weights = training.initial_weights(np.float64)
+        plain_params, zero_params = training.ordo_params(weights), training.ordo_params(weights)
+        plain = optimizer_class(plain_params, **options)
+        zero = ordo.ZeroRedundancyOptimizer(zero_params, optimizer_class, max_norm=MAX_NORM, **options)
+        schedules = [ordo.optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5) for o in (plain, zero)]
+        for step in range(10):
+            x, y = (array[index::world] for array in training.batch(step, np.float64))
+            training.ordo_backward(plain_params, x, y)
+            training.ordo_backward(zero_params, x, y)
+            ordo.reduce_gradients(plain)
+            norm = ordo.nn.utils.clip_grad_norm_(plain_params, MAX_NORM)
+            plain.step()
+            zero.step()
+            plain.zero_grad()
+            zero.zero_grad()
+            for schedule in schedules:
+                schedule.step()
+            ordo.mark_step()
+            np.testing.assert_allclose(zero.grad_norm.item(), norm.item(), rtol=1e-12)
+            assert zero.base_optimizer.param_groups[0]["lr"] == options["lr"] * 0.5 ** (step // 3)
+            for mine, theirs in zip(training.values(zero_params), training.values(plain_params)):
+                np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-10, err_msg=f"step {step}")
+        assert zero.param_groups[0]["lr"] == plain.param_groups[0]["lr"] == options["lr"] * 0.5 ** 3
+
+    ordo.spawn(run)
