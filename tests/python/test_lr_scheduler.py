@@ -37,11 +37,20 @@ SCHEDULES = {
         o, [m.LinearLR(o, start_factor=0.1, total_iters=5), m.CosineAnnealingLR(o, T_max=20)], milestones=[5]),
     "ChainedScheduler": lambda m, o: m.ChainedScheduler([m.ConstantLR(o, factor=0.5, total_iters=4),
                                                          m.ExponentialLR(o, gamma=0.9)]),
+    "CosineAnnealingWarmRestarts": lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=2, eta_min=0.01),
+    "OneCycleLR": lambda m, o: m.OneCycleLR(o, max_lr=[1.0, 0.5], total_steps=STEPS),
+    "OneCycleLR three phases": lambda m, o: m.OneCycleLR(o, max_lr=0.8, epochs=4, steps_per_epoch=10,
+                                                         anneal_strategy="linear", three_phase=True,
+                                                         pct_start=0.25),
 }
 
 
 def lrs(optimizer):
     return [group["lr"] for group in optimizer.param_groups]
+
+
+def momenta(optimizer):
+    return [group["momentum"] for group in optimizer.param_groups]
 
 
 def run(module, make, steps=STEPS, state_at=None):
@@ -52,29 +61,31 @@ def run(module, make, steps=STEPS, state_at=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's SequentialLR warns of its own step(0)
         scheduler = make(scheduler_module, optimizer)
-        seen, state = [lrs(optimizer)], None
+        seen, state, moved = [lrs(optimizer)], None, [momenta(optimizer)]
         for step in range(steps):
             optimizer.step()
             scheduler.step()
             seen.append(lrs(optimizer))
+            moved.append(momenta(optimizer))
             assert scheduler.get_last_lr() == seen[-1]
             if step + 1 == state_at:
                 state = scheduler.state_dict()
-    return seen, state
+    return seen, state, moved
 
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_every_schedule_sets_torchs_learning_rates_bit_for_bit(name):
-    ours, _ = run(ordo, SCHEDULES[name])
-    theirs, _ = run(torch, SCHEDULES[name])
+    ours, _, our_momenta = run(ordo, SCHEDULES[name])
+    theirs, _, their_momenta = run(torch, SCHEDULES[name])
     assert ours == theirs
+    assert our_momenta == their_momenta  # OneCycleLR cycles the momentum too
 
 
 @pytest.mark.parametrize("name", ["StepLR", "MultiStepLR", "LinearLR", "CosineAnnealingLR", "SequentialLR",
-                                  "ChainedScheduler"])
+                                  "ChainedScheduler", "CosineAnnealingWarmRestarts", "OneCycleLR"])
 def test_a_state_dict_taken_midway_resumes_the_schedule(name):
     make = SCHEDULES[name]
-    whole, state = run(ordo, make, state_at=15)
+    whole, state, _ = run(ordo, make, state_at=15)
     optimizer = two_groups(ordo)
     scheduler = make(ordo.optim.lr_scheduler, optimizer)
     scheduler.load_state_dict(state)
@@ -121,6 +132,32 @@ def test_step_with_an_epoch_uses_torchs_closed_form_and_warns(name):
             seen.append(lrs(optimizer))
         results.append(seen)
     assert results[0] == results[1]
+
+
+def test_warm_restarts_anneal_within_epochs_and_one_cycle_ends_at_its_total():
+    results = []
+    for module in (ordo, torch):
+        optimizer = two_groups(module)
+        scheduler_module = ordo.optim.lr_scheduler if module is ordo else torch.optim.lr_scheduler
+        scheduler = scheduler_module.CosineAnnealingWarmRestarts(optimizer, T_0=3, T_mult=2)
+        seen = []
+        for epoch in range(12):
+            for batch in range(4):
+                optimizer.step()
+                scheduler.step(epoch + batch / 4)
+                seen.append(lrs(optimizer))
+        results.append(seen)
+    assert results[0] == results[1]
+    optimizer = two_groups(ordo)
+    scheduler = ordo.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1.0, total_steps=3)
+    for _ in range(3):
+        optimizer.step()
+        scheduler.step()
+    with pytest.raises(ValueError, match="Tried to step 5 times. The specified number of total steps is 3"):
+        scheduler.step()
+    with pytest.raises(ValueError, match="must support momentum"):
+        ordo.optim.lr_scheduler.OneCycleLR(ordo.optim.Optimizer([ordo.tensor([1.0], requires_grad=True)], {"lr": 0.1}),
+                                           max_lr=1.0, total_steps=3)
 
 
 def test_a_scheduler_stepped_before_its_optimizer_warns():
@@ -189,13 +226,21 @@ def test_bad_arguments_are_refused_before_anything_changes():
     assert lrs(optimizer) == before
 
 
-def test_a_scheduled_training_matches_torch_and_compiles_once():
+TRAININGS = {
+    "SGD, CosineAnnealingLR": (lambda m, p: m.SGD(p, lr=0.1, momentum=0.9),
+                               lambda m, o: m.lr_scheduler.CosineAnnealingLR(o, T_max=6)),
+    "AdamW, OneCycleLR (betas cycle)": (lambda m, p: m.AdamW(p, lr=0.01),
+                                        lambda m, o: m.lr_scheduler.OneCycleLR(o, max_lr=0.05, total_steps=12)),
+}
+
+
+@pytest.mark.parametrize("name", TRAININGS)
+def test_a_scheduled_training_matches_torch_and_compiles_once(name):
+    make_optimizer, make_schedule = TRAININGS[name]
     weights = training.initial_weights(np.float64)
     ours, theirs = training.ordo_params(weights), training.torch_params(weights)
-    ours_opt = ordo.optim.SGD(ours, lr=0.1, momentum=0.9)
-    theirs_opt = torch.optim.SGD(theirs, lr=0.1, momentum=0.9)
-    ours_sched = ordo.optim.lr_scheduler.CosineAnnealingLR(ours_opt, T_max=6)
-    theirs_sched = torch.optim.lr_scheduler.CosineAnnealingLR(theirs_opt, T_max=6)
+    ours_opt, theirs_opt = make_optimizer(ordo.optim, ours), make_optimizer(torch.optim, theirs)
+    ours_sched, theirs_sched = make_schedule(ordo.optim, ours_opt), make_schedule(torch.optim, theirs_opt)
     compiled, used = None, set()
     for step in range(12):
         x, y = training.batch(step, np.float64)
@@ -213,7 +258,7 @@ def test_a_scheduled_training_matches_torch_and_compiles_once():
             np.testing.assert_allclose(mine, reference, rtol=0, atol=1e-10)
         misses = ordo.compile_cache_stats()["misses"]
         if step == 2:
-            compiled = misses  # step 0 made the momentum state: its own graph
+            compiled = misses  # step 0 made the optimizer's state: its own graph
         elif step > 2:
             assert misses == compiled, f"step {step} (lr {ours_opt.param_groups[0]['lr']}) compiled a new graph"
     assert len(used) >= 6  # the schedule really moved the learning rate
