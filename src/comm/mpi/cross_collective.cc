@@ -46,10 +46,15 @@ class CrossCollective::Watch {
   Watch& operator=(const Watch&) = delete;
 
   std::optional<device::Failure> check(const std::vector<bool>& heard) {
-    if (!deadlines_) deadlines_.emplace();
+    const Clock::time_point now = Clock::now();
+    // The clocks start at the first check, a few polls into the wait: most
+    // collectives end before it, and read no clock for it.
+    if (!deadlines_) {
+      deadlines_.emplace();
+      started_ = next_question_ = next_interrupt_poll_ = now;
+    }
     const GroupPlan& plan = owner_.plan_;
     const Peers& peers = owner_.peers_;
-    const Clock::time_point now = Clock::now();
     if (now - started_ > std::chrono::milliseconds(1)) peers.board.pump();
     if (interruptible_) {
       if (std::optional<device::Failure> mismatch = elsewhere(heard, now)) return mismatch;
@@ -154,12 +159,12 @@ class CrossCollective::Watch {
   const CollectiveAt& at_;
   const bool interruptible_;
   const char* const waiting_for_;
-  std::optional<Deadlines> deadlines_;
+  std::optional<Deadlines> deadlines_;           // from the first check on, as the clocks below
   std::optional<Clock::time_point> gone_seen_;  // when an awaited member was first seen gone
-  const Clock::time_point started_ = Clock::now();
-  Clock::time_point next_question_ = started_;
+  Clock::time_point started_;
+  Clock::time_point next_question_;
   std::vector<std::pair<int, uint64_t>> questions_;  // (device, question) asked of its process
-  Clock::time_point next_interrupt_poll_ = Clock::now();
+  Clock::time_point next_interrupt_poll_;
 };
 
 CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
@@ -284,9 +289,13 @@ void CrossCollective::record_timing(const CollectiveAt& at) const {
     last_wall_ns = their_headers_[p].last_arrival_wall_ns;
     last_device = their_headers_[p].last_device;
   }
+  const auto& calls = meeting_.calls();
+  if (std::none_of(calls.begin(), calls.end(), [](const CollectiveCall* call) { return call->timing != nullptr; })) {
+    return;  // nobody times this one: no clock to read
+  }
   const int64_t all_arrived_ns =
       std::clamp(at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns), at.arrived.steady_ns, steady_now_ns());
-  for (const CollectiveCall* call : meeting_.calls()) {
+  for (const CollectiveCall* call : calls) {
     if (call->timing == nullptr) continue;
     call->timing->all_arrived_ns = all_arrived_ns;
     call->timing->last_device = last_device;

@@ -64,7 +64,7 @@ void LocalMeeting::leave_locked() {
 }
 
 LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const CollectiveCall* call,
-                                           Checks& checks) {
+                                           int64_t arrived_ns, Checks& checks) {
   std::unique_lock<std::mutex> lock(mu_);
   if (std::optional<device::Failure> late = open_locked(lock, sequence)) return {false, std::move(late), {}};
   ++arrived_;
@@ -77,7 +77,7 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   calls_[index] = call;
   if (arrived_ == calls_.size()) {
     phase_ = Phase::kRunning;
-    last_ = {call->device, steady_now_ns(), wall_now_ns()};
+    last_ = {call->device, arrived_ns, wall_now_ns()};
     if (index == leader_) return {true, std::nullopt, last_};
     running_.store(sequence, std::memory_order_release);
     cv_.notify_all();  // the leader may be asleep

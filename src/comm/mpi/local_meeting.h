@@ -76,8 +76,8 @@ class LocalMeeting {
     ~Checks() = default;
   };
   // Member `index` (its position among the local members) arrives at its
-  // collective #sequence with call.
-  Arrival arrive(size_t index, int64_t sequence, const CollectiveCall* call, Checks& checks);
+  // collective #sequence with call, at arrived_ns on the steady clock.
+  Arrival arrive(size_t index, int64_t sequence, const CollectiveCall* call, int64_t arrived_ns, Checks& checks);
   // Member `index` will not run #sequence: the collective fails with
   // failure for every local member (and told), without waiting.
   void abandon(size_t index, int64_t sequence, const device::Failure& failure, Checks& checks);

@@ -234,7 +234,7 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   const Finished finished(board_, call.device);
   MemberChecks checks(*this, group, &call, call.device, call.op, number, *route.partition);
   if (call.timing != nullptr) call.timing->arrived_ns = arrived_ns;
-  const LocalMeeting::Arrival arrival = group.meeting.arrive(route.index, sequence, &call, checks);
+  const LocalMeeting::Arrival arrival = group.meeting.arrive(route.index, sequence, &call, arrived_ns, checks);
   if (!arrival.leader) {
     if (arrival.failure) arrival.failure->raise();
     return;

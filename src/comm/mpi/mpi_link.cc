@@ -219,7 +219,9 @@ void MpiLink::free_communicator(MPI_Comm& comm) {
 
 void Backoff::pause() {
   using namespace std::chrono;
-  const auto waited = steady_clock::now() - started_;
+  const steady_clock::time_point now = steady_clock::now();
+  if (!started_) started_ = now;
+  const auto waited = now - *started_;
   if (waited < microseconds(50)) {
     if (oversubscribed()) std::this_thread::yield();
     return;

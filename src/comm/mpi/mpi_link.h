@@ -121,7 +121,8 @@ class Backoff {
   static bool oversubscribed() { return oversubscribed_.load(std::memory_order_relaxed); }
 
  private:
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  // From the first pause on: a wait that ends at its first poll reads no clock.
+  std::optional<std::chrono::steady_clock::time_point> started_;
   std::chrono::microseconds sleep_{20};
   static inline std::atomic<bool> oversubscribed_{false};
 };
