@@ -13,6 +13,7 @@ import collections
 import functools
 import io
 import pickle
+import types
 
 import numpy as np
 
@@ -22,6 +23,8 @@ from ._devices import _ordinal
 _MAGIC = b"ORDO-CHECKPOINT 1\n"
 _ALLOWED = {
     ("collections", "OrderedDict"): collections.OrderedDict,
+    ("collections", "Counter"): collections.Counter,  # MultiStepLR's milestones, as torch's
+
     ("numpy", "dtype"): np.dtype,
     ("numpy.core.multiarray", "scalar"): np.core.multiarray.scalar,
 }
@@ -32,11 +35,28 @@ def _tensor_data(dtype, shape, data, device=-1):
     return _C.from_numpy(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy(), device)
 
 
+# What a checkpoint may hold besides tensors: what pickle writes as itself,
+# and instances of what load finds in _ALLOWED.
+_SAVABLE = (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, type(None),
+            collections.OrderedDict, collections.Counter, np.dtype, np.generic)
+
+
 class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, _C.Tensor):
             array = np.ascontiguousarray(obj.numpy())
             return _tensor_data, (array.dtype.str, tuple(array.shape), array.tobytes())
+        # What save cannot write so that load reads it is refused now, before
+        # the file is written: a class or function only as load knows it (the
+        # ones the reductions of the types above refer to).
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            savable = obj is _tensor_data or any(obj is allowed for allowed in _ALLOWED.values())
+        else:
+            savable = isinstance(obj, _SAVABLE)
+        if not savable:
+            raise TypeError(f"ordo.save: cannot save a {type(obj).__module__}.{type(obj).__qualname__} ({obj!r:.60}): "
+                            "a checkpoint holds tensors, numbers, strings, bytes, bools, None, numpy scalars and "
+                            "dtypes, and dicts, lists, tuples and sets of them")
         return NotImplemented
 
 

@@ -83,12 +83,13 @@ def test_every_schedule_sets_torchs_learning_rates_bit_for_bit(name):
 
 @pytest.mark.parametrize("name", ["StepLR", "MultiStepLR", "LinearLR", "CosineAnnealingLR", "SequentialLR",
                                   "ChainedScheduler", "CosineAnnealingWarmRestarts", "OneCycleLR"])
-def test_a_state_dict_taken_midway_resumes_the_schedule(name):
+def test_a_state_dict_taken_midway_resumes_the_schedule_through_a_checkpoint(name, tmp_path):
     make = SCHEDULES[name]
     whole, state, _ = run(ordo, make, state_at=15)
+    ordo.save(state, tmp_path / "scheduler.ordo")
     optimizer = two_groups(ordo)
     scheduler = make(ordo.optim.lr_scheduler, optimizer)
-    scheduler.load_state_dict(state)
+    scheduler.load_state_dict(ordo.load(tmp_path / "scheduler.ordo"))
     for group, lr in zip(optimizer.param_groups, whole[15]):
         group["lr"] = lr  # the optimizer's own state_dict carries its lrs
     resumed = []

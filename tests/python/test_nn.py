@@ -1,5 +1,6 @@
 """ordo.nn against torch.nn 1.13 (same weights), and ordo.save / ordo.load."""
 
+import collections
 import os
 import pickle
 import subprocess
@@ -151,3 +152,19 @@ def test_load_refuses_files_it_did_not_write(tmp_path):
     forged.write_bytes(b"ORDO-CHECKPOINT 1\n" + pickle.dumps(Evil()))
     with pytest.raises(ValueError, match="holds no"):
         ordo.load(forged)
+
+
+def test_save_refuses_what_load_could_not_read_and_leaves_the_file_alone(tmp_path):
+    path = tmp_path / "ckpt.ordo"
+    kept = {"step": 3, "milestones": collections.Counter([3, 10, 10]), "dtype": np.dtype("float32"),
+            "scale": np.float32(0.5), "order": collections.OrderedDict(a=ordo.tensor([1.0]))}
+    ordo.save(kept, path)
+    before = path.read_bytes()
+    for bad in [np.zeros(3), 1 + 2j, lambda: 1, int, object(), {"nested": [torch.tensor([1.0])]}]:
+        with pytest.raises(TypeError, match="ordo.save: cannot save a"):
+            ordo.save({"bad": bad, "fine": 1}, path)
+        assert path.read_bytes() == before  # the earlier checkpoint is intact
+    loaded = ordo.load(path)
+    assert loaded["milestones"] == kept["milestones"] and isinstance(loaded["milestones"], collections.Counter)
+    assert loaded["dtype"] == np.float32 and loaded["scale"] == np.float32(0.5)
+    np.testing.assert_array_equal(loaded["order"]["a"].numpy(), [1.0])
