@@ -36,6 +36,9 @@
 #include <thread>
 #include <vector>
 
+#include "comm/fingerprint.h"
+#include "comm/mpi/host_rings.h"
+#include "comm/mpi/message_header.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_world.h"
 #include "device/buffer.h"
@@ -145,6 +148,7 @@ void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool
 }
 
 using ordo::comm::CollectiveCall;
+using ordo::comm::HostRings;
 using ordo::comm::MpiCommunicator;
 using ordo::comm::MpiWorld;
 
@@ -209,9 +213,46 @@ class GraphDevice : public Device {
   ordo::Tensor x_;
 };
 
+// What moving a 1 KiB all_reduce's header costs alone, between the two
+// processes of one host: each sends the other the message a leader sends
+// (the same encoding and size: a member's fingerprint, then the staged 1 KiB)
+// through the host's shared-memory rings and takes the other's, 100 times a
+// run, the median of kReps runs. No checks, no fold: the floor under the
+// communicator's 1 KiB figure ("ring_exchange_1k"), beside MPI's own.
+void time_ring_exchange(const MpiWorld& world, HostRings& rings, CommDevice& device, int ordinal, bool print) {
+  constexpr int kTag = 1 << 20;  // a tag no group uses
+  const int peer = 1 - world.rank();
+  auto in = ordo::device::allocate_buffer(ordo::DType::kFloat32, {kLatencyBytes / 4});
+  auto out = ordo::device::allocate_buffer(ordo::DType::kFloat32, {kLatencyBytes / 4});
+  const ordo::device::Buffer* ins[] = {in.get()};
+  const ordo::device::Buffer* outs[] = {out.get()};
+  ordo::ir::CollectiveAttrs sum;
+  ordo::comm::Fingerprint fingerprint;
+  fingerprint.assign({ordo::ir::OpKind::kAllReduce, sum, ordinal, ins, outs});
+  const ordo::comm::MemberEntry member{ordinal, fingerprint.words(), {}};
+  const std::string message = ordo::comm::encode_message(
+      {ordo::comm::MessageKind::kHeader, 0, world.rank(), std::span(&member, 1), ordo::ErrorCode::kExecution, {},
+       ordinal, 0},
+      kLatencyBytes);
+  std::string received;
+  auto exchanges = [&] {
+    for (int i = 0; i < kChain; ++i) {
+      rings.send(peer, kTag, message);
+      while (!rings.try_take(peer, kTag, received)) {
+      }
+    }
+  };
+  exchanges();  // warm
+  std::vector<double> runs;
+  for (int r = 0; r < kReps; ++r) runs.push_back(one_run(device, kChain, exchanges));
+  if (print) std::printf("ring_exchange_1k %.9g\n", median(runs));
+}
+
 int run_comm(const std::vector<int64_t>& sizes) {
   const MpiWorld& world = MpiWorld::join(ordo::runtime::num_devices_from_env());
   auto* comm = new MpiCommunicator(world);  // until exit: mpirun ends the job (as the tests do)
+  // Rings of the bench's own, for the transport alone (null on two hosts).
+  const std::unique_ptr<HostRings> rings = HostRings::open(world.comm(), world.topology());
   const int local = world.topology().local_devices();
   std::vector<std::thread> threads;
   for (int i = 0; i < local; ++i) {
@@ -223,7 +264,9 @@ int run_comm(const std::vector<int64_t>& sizes) {
       CommDevice device(*comm, ordinal);
       std::optional<MpiReference> reference;
       if (local == 1) reference.emplace(world.comm());
-      measure(device, sizes, world.rank() == 0 && i == 0, /*chain_in_graph=*/false, reference ? &*reference : nullptr);
+      const bool print = world.rank() == 0 && i == 0;
+      measure(device, sizes, print, /*chain_in_graph=*/false, reference ? &*reference : nullptr);
+      if (local == 1 && world.size() == 2 && rings != nullptr) time_ring_exchange(world, *rings, device, ordinal, print);
     });
   }
   for (std::thread& t : threads) t.join();

@@ -9,7 +9,8 @@
 #   4, 16 and 64 MiB (target >= 0.95x MPI) and one 1 KiB all_reduce of 100
 #   back to back (target <= 1.3x MPI's time); at the communicator level,
 #   and through ordo's runtime (100 chained in one graph) where the runtime
-#   runs on the MPI world.
+#   runs on the MPI world. With it, the transport alone: the 1 KiB header's
+#   trip through the host's shared-memory rings, without ordo's checks.
 # - 2x2: 2 processes x 2 devices against MPI with 4 ranks, the same world
 #   of 4: bus bandwidth at 4, 16, 64 MiB (target >= 1.5x MPI).
 # - tcp: 2 hosts (network namespaces joined by a veth pair) x 1 device,
@@ -203,6 +204,15 @@ def compare(label, ordo_name, mpi_name, world, bw_target, latency_target=None):
         ratio = statistics.median(ratios)
         row(label + ", same run", "1 KiB", statistics.median(o), statistics.median(m), "us  ", ratio,
             f"<= {latency_target}x", ratio <= latency_target, f"   (per round {spread(ratios)}x)")
+    if "ring_exchange_1k" in ordo and "latency_1k_mpi" in ordo:
+        # The header's trip alone through the host's rings, no checks: the
+        # floor under the communicator's figure (information, no target).
+        t = [s * 1e6 for s in ordo["ring_exchange_1k"]]
+        m = [s * 1e6 for s in ordo["latency_1k_mpi"]]
+        ratios = [x / y for x, y in zip(t, m)]
+        rows.append(f"{'  its transport alone':<28} {'1 KiB':>8} {statistics.median(t):>9.2f} us   "
+                    f"{statistics.median(m):>9.2f} us   {statistics.median(ratios):>6.2f}x  (no target: the header's "
+                    f"trip through the shared-memory rings, no checks; per round {spread(ratios)}x)")
 
 print(header)
 for c in cases:

@@ -96,13 +96,20 @@ struct HostRings::Ring {
     std::memcpy(to, bytes + offset, first);
     std::memcpy(static_cast<std::byte*>(to) + first, bytes, count - first);
   }
-  // Writes the record if it fits now. Caller holds the sender's outbox mutex.
-  bool try_write(int tag, std::string_view message) const {
+  // Writes the record if it fits now. Caller holds the sender's outbox
+  // mutex. free_from is what the sender last read of the reader's cursor:
+  // it only grows, so room it showed is still there, and the cursor's line
+  // is read again (taken from the reader's core) only when it shows too
+  // little. Read at every send, it cost a transfer of that line each way
+  // per message.
+  bool try_write(int tag, std::string_view message, uint64_t& free_from) const {
     const uint64_t at = std::atomic_ref<uint64_t>(*written).load(std::memory_order_relaxed);
-    // Acquire: the reader has copied out what it counts as read.
-    const uint64_t free_from = std::atomic_ref<uint64_t>(*read).load(std::memory_order_acquire);
     const size_t record = kRecordHeader + padded(message.size());
-    if (capacity - (at - free_from) < record) return false;
+    if (capacity - (at - free_from) < record) {
+      // Acquire: the reader has copied out what it counts as read.
+      free_from = std::atomic_ref<uint64_t>(*read).load(std::memory_order_acquire);
+      if (capacity - (at - free_from) < record) return false;
+    }
     const uint32_t header[2] = {static_cast<uint32_t>(tag), static_cast<uint32_t>(message.size())};
     copy_in(at, header, sizeof(header));
     copy_in(at + kRecordHeader, message.data(), message.size());
@@ -208,7 +215,7 @@ void HostRings::send(int process, int tag, std::string_view message) {
   const size_t to = position_of(process);
   Outbox& out = *outboxes_[to];
   std::lock_guard<std::mutex> lock(out.mu);
-  if (out.pending.empty() && ring(me_, to).try_write(tag, message)) return;
+  if (out.pending.empty() && ring(me_, to).try_write(tag, message, out.free_from)) return;
   out.pending.emplace_back(tag, std::string(message));
   any_pending_.store(true, std::memory_order_release);
   flush_locked(to, out);
@@ -216,7 +223,7 @@ void HostRings::send(int process, int tag, std::string_view message) {
 
 void HostRings::flush_locked(size_t to, Outbox& out) {
   const Ring r = ring(me_, to);
-  while (!out.pending.empty() && r.try_write(out.pending.front().first, out.pending.front().second)) {
+  while (!out.pending.empty() && r.try_write(out.pending.front().first, out.pending.front().second, out.free_from)) {
     out.pending.pop_front();
   }
   if (!out.pending.empty()) any_pending_.store(true, std::memory_order_release);

@@ -92,6 +92,7 @@ class HostRings {
   struct Outbox {
     std::mutex mu;
     std::deque<std::pair<int, std::string>> pending;  // (tag, message), waiting for room
+    uint64_t free_from = 0;  // the reader's cursor as last read: room up to it + capacity
   };
   struct Inbox {
     std::mutex mu;
