@@ -22,14 +22,18 @@ def dropout(input, p=0.5, training=True):  # noqa: A002
     return _dropout(input, p, training)
 
 
-def _reduce(loss, reduction):
+def _check_reduction(reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction ('mean', 'sum' or 'none')")
+
+
+def _reduce(loss, reduction, weights=None):
+    """The loss per sample, summed, or its mean: over the samples, or over
+    their weights when given (nll_loss's weighted mean)."""
+    _check_reduction(reduction)
     if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction ('mean', 'sum' or 'none')")
+        return loss.mean() if weights is None else loss.sum() / weights.sum()
+    return loss.sum() if reduction == "sum" else loss
 
 
 def _class_weights(weight, input, what):
@@ -77,11 +81,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
     ignore_index counts for nothing; with weight (C,), sample i counts
     weight[target[i]] times, and the mean divides by the sum of those
     weights (0 / 0, NaN, when every sample is ignored, as torch)."""
+    _check_reduction(reduction)
     _check_batch("nll_loss", input, target)
     losses, sample_weight = _picked_losses(input, target, _class_weights(weight, input, "nll_loss"), ignore_index)
-    if reduction == "mean":
-        return losses.sum() / sample_weight.sum()
-    return _reduce(losses, reduction)
+    return _reduce(losses, reduction, sample_weight)
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
@@ -94,6 +97,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     every class alike (weighted by class; the mean divides as nll_loss's)."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    _check_reduction(reduction)
     indices = np.dtype(target.dtype).kind == "i"
     _check_batch("cross_entropy", input, target, indices)
     weight = _class_weights(weight, input, "cross_entropy")
@@ -102,15 +106,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if not indices:
         return _cross_entropy_with_probabilities(log_probs, target, weight, reduction, label_smoothing)
     losses, sample_weight = _picked_losses(log_probs, target, weight, ignore_index)
-    loss = losses.sum() / sample_weight.sum() if reduction == "mean" else _reduce(losses, reduction)
+    loss = _reduce(losses, reduction, sample_weight)
     if label_smoothing == 0.0:
         return loss
-    # Every class alike: -sum_c weight[c] * log_probs[c], 0 for an ignored sample.
+    # Every class alike: -sum_c weight[c] * log_probs[c], 0 for an ignored
+    # sample; its mean divides as nll_loss's (by the kept samples' weights).
     everything = log_probs if weight is None else log_probs * weight
     smooth = _C.where(target != ignore_index, -everything.sum(1), 0.0)
-    # The mean divides by the kept samples' weights (their count unweighted), as nll_loss's.
-    smooth = smooth.sum() / sample_weight.sum() if reduction == "mean" else _reduce(smooth, reduction)
-    return (1 - label_smoothing) * loss + (label_smoothing / classes) * smooth
+    return (1 - label_smoothing) * loss + (label_smoothing / classes) * _reduce(smooth, reduction, sample_weight)
 
 
 def _cross_entropy_with_probabilities(log_probs, target, weight, reduction, label_smoothing):
