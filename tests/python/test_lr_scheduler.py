@@ -224,6 +224,8 @@ def test_bad_arguments_are_refused_before_anything_changes():
         m.SequentialLR(optimizer, [first], milestones=[3])
     with pytest.raises(ValueError, match="belong to the same optimizer"):
         m.SequentialLR(optimizer, [first, m.ExponentialLR(two_groups(ordo), gamma=0.5)], milestones=[3])
+    with pytest.raises(ValueError, match="at least one scheduler"):
+        m.ChainedScheduler([])
     assert lrs(optimizer) == before
 
 

@@ -513,6 +513,8 @@ def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
 
 
 def _same_optimizer(schedulers, optimizer, what):
+    if not schedulers:
+        raise ValueError(f"{what} expects at least one scheduler, got none")
     for i, scheduler in enumerate(schedulers):
         if scheduler.optimizer is not optimizer:
             raise ValueError(f"{what} expects all schedulers to belong to the same optimizer, but got schedulers at "
@@ -578,7 +580,7 @@ class ChainedScheduler(LRScheduler):
 
     def __init__(self, schedulers):
         schedulers = list(schedulers)
-        _same_optimizer(schedulers, schedulers[0].optimizer, "ChainedScheduler")
+        _same_optimizer(schedulers, schedulers[0].optimizer if schedulers else None, "ChainedScheduler")
         self._schedulers = schedulers
         self.optimizer = schedulers[0].optimizer
         self._last_lr = self._current_lrs()
