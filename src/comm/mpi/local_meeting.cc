@@ -45,7 +45,6 @@ std::optional<device::Failure> LocalMeeting::open_locked(std::unique_lock<std::m
 void LocalMeeting::fail_locked(int64_t sequence, const device::Failure& failure) {
   phase_ = Phase::kFinished;
   finished_.store(sequence, std::memory_order_release);
-  outcome_ = failure;
   failed_.insert_or_assign(sequence, failure);
   while (failed_.size() > kFailuresKept) failed_.erase(failed_.begin());
   cv_.notify_all();
@@ -53,14 +52,22 @@ void LocalMeeting::fail_locked(int64_t sequence, const device::Failure& failure)
 
 void LocalMeeting::leave_locked() {
   ++left_;
-  if (phase_ != Phase::kFinished || left_ != arrived_) return;
+  if (phase_ == Phase::kFinished && left_ == arrived_) open_next_locked();
+}
+
+void LocalMeeting::open_next_locked() {
   ++sequence_;
   phase_ = Phase::kGathering;
   arrived_ = left_ = 0;
   std::fill(present_.begin(), present_.end(), false);
   std::fill(calls_.begin(), calls_.end(), nullptr);
-  outcome_.reset();
   cv_.notify_all();
+}
+
+std::optional<device::Failure> LocalMeeting::outcome_locked(int64_t sequence) const {
+  const auto failed = failed_.find(sequence);
+  if (failed != failed_.end()) return failed->second;
+  return std::nullopt;
 }
 
 LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const CollectiveCall* call,
@@ -70,7 +77,7 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   ++arrived_;
   present_[index] = true;
   if (phase_ == Phase::kFinished) {  // failed before this member came
-    std::optional<device::Failure> failure = outcome_;
+    std::optional<device::Failure> failure = outcome_locked(sequence);
     leave_locked();
     return {false, std::move(failure), {}};
   }
@@ -95,9 +102,11 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   lock.lock();
   // Look at the missing members after a millisecond, then at doubling
   // intervals up to a tenth of a second; the last arrival wakes the leader,
-  // and the leader's finish the others.
+  // and the leader's finish the others. A finished collective is no
+  // longer the meeting's once the leader's finish opened the next.
+  const auto finished = [&] { return sequence_ != sequence || phase_ == Phase::kFinished; };
   auto interval = std::chrono::milliseconds(1);
-  while (phase_ != Phase::kFinished) {
+  while (!finished()) {
     if (phase_ == Phase::kRunning && index == leader_) return {true, std::nullopt, last_};
     if (phase_ == Phase::kGathering) {
       const std::vector<int> missing = missing_locked();
@@ -112,13 +121,11 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
         break;
       }
     }
-    cv_.wait_for(lock, interval, [&] {
-      return phase_ == Phase::kFinished || (phase_ == Phase::kRunning && index == leader_);
-    });
+    cv_.wait_for(lock, interval, [&] { return finished() || (phase_ == Phase::kRunning && index == leader_); });
     interval = std::min<std::chrono::milliseconds>(2 * interval, std::chrono::milliseconds(100));
   }
-  std::optional<device::Failure> failure = outcome_;
-  leave_locked();
+  std::optional<device::Failure> failure = outcome_locked(sequence);
+  if (sequence_ == sequence) leave_locked();  // failed while gathering: members leave one by one
   return {false, std::move(failure), {}};
 }
 
@@ -146,9 +153,10 @@ void LocalMeeting::finish(int64_t sequence, std::optional<device::Failure> failu
   } else {
     phase_ = Phase::kFinished;
     finished_.store(sequence, std::memory_order_release);
-    cv_.notify_all();
   }
-  leave_locked();
+  // Every member arrived (the leader led only then): the others need only
+  // the outcome now, so the next collective opens without them.
+  open_next_locked();
 }
 
 }  // namespace ordo::comm
