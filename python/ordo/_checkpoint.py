@@ -36,9 +36,10 @@ def _tensor_data(dtype, shape, data, device=-1):
 
 
 # What a checkpoint may hold besides tensors: what pickle writes as itself,
-# and instances of what load finds in _ALLOWED.
-_SAVABLE = (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, type(None),
-            collections.OrderedDict, collections.Counter, np.dtype, np.generic)
+# and instances of the classes load finds in _ALLOWED (numpy scalars through
+# its `scalar`).
+_SAVABLE = (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, type(None), np.generic) + tuple(
+    allowed for allowed in _ALLOWED.values() if isinstance(allowed, type))
 
 
 class _Pickler(pickle.Pickler):

@@ -29,8 +29,8 @@ def _check_reduction(reduction):
 
 def _reduce(loss, reduction, weights=None):
     """The loss per sample, summed, or its mean: over the samples, or over
-    their weights when given (nll_loss's weighted mean)."""
-    _check_reduction(reduction)
+    their weights when given (nll_loss's weighted mean). The loss checked
+    reduction before it traced anything."""
     if reduction == "mean":
         return loss.mean() if weights is None else loss.sum() / weights.sum()
     return loss.sum() if reduction == "sum" else loss
@@ -133,6 +133,7 @@ def _cross_entropy_with_probabilities(log_probs, target, weight, reduction, labe
 
 
 def mse_loss(input, target, reduction="mean"):  # noqa: A002
+    _check_reduction(reduction)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape {target.shape} differ")
     diff = input - target

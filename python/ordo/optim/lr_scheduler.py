@@ -34,6 +34,11 @@ def _check_optimizer(optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+def _check_factor(which, factor):
+    if factor > 1.0 or factor < 0:
+        raise ValueError(f"{which} multiplicative factor expected to be between 0 and 1.")
+
+
 def _count_optimizer_steps(optimizer):
     """Wraps optimizer.step once so that it counts its calls (optimizer._step_count): a
     scheduler stepped before its optimizer ever was warns, as torch's."""
@@ -119,22 +124,29 @@ class LRScheduler:
                               "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
                               "value of the learning rate schedule.", UserWarning)
         self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            self._set_lrs(self.get_lr, epoch)
+        else:
+            warnings.warn(_EPOCH_DEPRECATION_WARNING, UserWarning)
+            self.last_epoch = epoch
+            self._set_lrs(getattr(self, "_get_closed_form_lr", self.get_lr), epoch)
+
+    def _set_lrs(self, compute, epoch):
+        """Every group's lr from compute() (which may call get_lr without its warning)."""
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                warnings.warn(_EPOCH_DEPRECATION_WARNING, UserWarning)
-                self.last_epoch = epoch
-                closed_form = getattr(self, "_get_closed_form_lr", None)
-                values = closed_form() if closed_form is not None else self.get_lr()
+            values = compute()
         finally:
             self._get_lr_called_within_step = False
         for i, (group, lr) in enumerate(zip(self.optimizer.param_groups, values)):
             group["lr"] = lr
             self.print_lr(self.verbose, i, lr, epoch)
         self._last_lr = self._current_lrs()
+
+    def _scaled(self, factor):
+        """Every group's current lr times factor (the chainable forms)."""
+        return [lr * factor for lr in self._current_lrs()]
 
 
 _LRScheduler = LRScheduler  # torch 1.13's name
@@ -200,7 +212,7 @@ class StepLR(LRScheduler):
         self._warn_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._current_lrs()
-        return [lr * self.gamma for lr in self._current_lrs()]
+        return self._scaled(self.gamma)
 
     def _get_closed_form_lr(self):
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
@@ -218,7 +230,7 @@ class MultiStepLR(LRScheduler):
         self._warn_outside_step()
         if self.last_epoch not in self.milestones:
             return self._current_lrs()
-        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._current_lrs()]
+        return self._scaled(self.gamma ** self.milestones[self.last_epoch])
 
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
@@ -229,8 +241,7 @@ class ConstantLR(LRScheduler):
     """lr times factor until epoch total_iters, then the initial lr again."""
 
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1, verbose=False):
-        if factor > 1.0 or factor < 0:
-            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        _check_factor("Constant", factor)
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch, verbose)
@@ -238,10 +249,10 @@ class ConstantLR(LRScheduler):
     def get_lr(self):
         self._warn_outside_step()
         if self.last_epoch == 0:
-            return [lr * self.factor for lr in self._current_lrs()]
+            return self._scaled(self.factor)
         if self.last_epoch != self.total_iters:
             return self._current_lrs()
-        return [lr * (1.0 / self.factor) for lr in self._current_lrs()]
+        return self._scaled(1.0 / self.factor)
 
     def _get_closed_form_lr(self):
         return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
@@ -253,10 +264,8 @@ class LinearLR(LRScheduler):
 
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1,
                  verbose=False):
-        if start_factor > 1.0 or start_factor < 0:
-            raise ValueError("Starting multiplicative factor expected to be between 0 and 1.")
-        if end_factor > 1.0 or end_factor < 0:
-            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        _check_factor("Starting", start_factor)
+        _check_factor("Ending", end_factor)
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
@@ -265,12 +274,11 @@ class LinearLR(LRScheduler):
     def get_lr(self):
         self._warn_outside_step()
         if self.last_epoch == 0:
-            return [lr * self.start_factor for lr in self._current_lrs()]
+            return self._scaled(self.start_factor)
         if self.last_epoch > self.total_iters:
             return self._current_lrs()
         change = self.end_factor - self.start_factor
-        return [lr * (1. + change / (self.total_iters * self.start_factor + (self.last_epoch - 1) * change))
-                for lr in self._current_lrs()]
+        return self._scaled(1. + change / (self.total_iters * self.start_factor + (self.last_epoch - 1) * change))
 
     def _get_closed_form_lr(self):
         return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
@@ -289,7 +297,7 @@ class ExponentialLR(LRScheduler):
         self._warn_outside_step()
         if self.last_epoch == 0:
             return self._current_lrs()
-        return [lr * self.gamma for lr in self._current_lrs()]
+        return self._scaled(self.gamma)
 
     def _get_closed_form_lr(self):
         return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
@@ -309,7 +317,7 @@ class PolynomialLR(LRScheduler):
             return self._current_lrs()
         decay = ((1.0 - self.last_epoch / self.total_iters)
                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
-        return [lr * decay for lr in self._current_lrs()]
+        return self._scaled(decay)
 
     def _get_closed_form_lr(self):
         return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
@@ -389,15 +397,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._get_lr_called_within_step = True
-        try:
-            values = self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
-        for i, (group, lr) in enumerate(zip(self.optimizer.param_groups, values)):
-            group["lr"] = lr
-            self.print_lr(self.verbose, i, lr, epoch)
-        self._last_lr = self._current_lrs()
+        self._set_lrs(self.get_lr, epoch)
 
 
 class OneCycleLR(LRScheduler):
