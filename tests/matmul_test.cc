@@ -10,10 +10,12 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/tile_gemm.h"
 #include "plans.h"
 #include "reference.h"
 
@@ -107,25 +109,45 @@ struct TransposedCase {
   }
 };
 
+const TransposedCase kTransposedCases[] = {
+    {{53, 37}, {53, 29}, true, false, {37, 29}},
+    {{37, 53}, {29, 53}, false, true, {37, 29}},
+    {{53, 37}, {29, 53}, true, true, {37, 29}},
+    {{200, 300}, {150, 200}, true, true, {300, 150}},  // several row panels, transposed
+    {{3, 9, 17}, {3, 11, 9}, true, true, {3, 17, 11}},
+    {{2, 1, 6, 5}, {3, 4, 6}, true, true, {2, 3, 5, 4}},
+    {{40, 64, 64}, {64, 64}, true, false, {40, 64, 64}},  // no single gemm with a transposed
+    {{40, 64, 64}, {64, 64}, false, true, {40, 64, 64}},  // one gemm, b transposed
+    {{0, 3}, {0, 4}, true, false, {3, 4}},               // k = 0
+    {{1, 1}, {7, 1}, true, true, {1, 7}},
+    {{6}, {2, 3, 6}, false, true, {2, 3}},
+};
+
+// The float32 shapes ordo's own tiles take (kernels/tile_gemm.h): a layer's
+// forward x @ w.T and a weight's gradient g.T @ x, with every edge of a tile
+// (m, n past a multiple of the tile, the shortest depth taken), row panels
+// of C (each a call of its own, reading a through its stored row length),
+// and one gemm over a batch that shares b.
+const TransposedCase kTiledCases[] = {
+    {{128, 300}, {250, 300}, false, true, {128, 250}},  // x @ w.T
+    {{37, 53}, {29, 53}, false, true, {37, 29}},        // edges on every side
+    {{16, 16}, {10, 16}, false, true, {16, 10}},        // the smallest taken
+    {{600, 40}, {45, 40}, false, true, {600, 45}},      // 3 row panels
+    {{3, 40, 50}, {45, 50}, false, true, {3, 40, 45}},  // one gemm of 120 rows
+    {{100, 300}, {100, 200}, true, false, {300, 200}},  // g.T @ x, panels of 128 rows
+    {{17, 33}, {17, 21}, true, false, {33, 21}},        // edges
+    {{16, 10}, {16, 16}, true, false, {10, 16}},        // the smallest taken
+};
+
 TEST_P(MatmulTest, TransposedOperandsFollowNumpy) {
-  const TransposedCase cases[] = {
-      {{53, 37}, {53, 29}, true, false, {37, 29}},
-      {{37, 53}, {29, 53}, false, true, {37, 29}},
-      {{53, 37}, {29, 53}, true, true, {37, 29}},
-      {{200, 300}, {150, 200}, true, true, {300, 150}},  // several row panels, transposed
-      {{3, 9, 17}, {3, 11, 9}, true, true, {3, 17, 11}},
-      {{2, 1, 6, 5}, {3, 4, 6}, true, true, {2, 3, 5, 4}},
-      {{40, 64, 64}, {64, 64}, true, false, {40, 64, 64}},  // no single gemm with a transposed
-      {{40, 64, 64}, {64, 64}, false, true, {40, 64, 64}},  // one gemm, b transposed
-      {{0, 3}, {0, 4}, true, false, {3, 4}},               // k = 0
-      {{1, 1}, {7, 1}, true, true, {1, 7}},
-      {{6}, {2, 3, 6}, false, true, {2, 3}},
-  };
   for (DType dtype : kFloatTypes) {
-    for (const TransposedCase& c : cases) {
-      const Operand a{sample(c.a_stored, dtype, 1), c.transpose_a}, b{sample(c.b_stored, dtype, 2), c.transpose_b};
-      expect(c.name(dtype), matmul(a.traced(dtype), b.traced(dtype)), dtype,
-             matmul_reference(a.value(), b.value(), c.out));
+    using Cases = std::span<const TransposedCase>;
+    for (Cases cases : {Cases(kTransposedCases), Cases(kTiledCases)}) {
+      for (const TransposedCase& c : cases) {
+        const Operand a{sample(c.a_stored, dtype, 1), c.transpose_a}, b{sample(c.b_stored, dtype, 2), c.transpose_b};
+        expect(c.name(dtype), matmul(a.traced(dtype), b.traced(dtype)), dtype,
+               matmul_reference(a.value(), b.value(), c.out));
+      }
     }
   }
   verify();
@@ -380,6 +402,24 @@ TEST_F(MatmulPlanTest, BlocksGiveTheSameBitsInAnyOrder) {
   expect_same_in_any_order<double>({{300, 200}, {200, 150}, {300, 150}});
   expect_same_in_any_order<float>({{40, 64, 64}, {64, 64}, {40, 64, 64}});
   expect_same_in_any_order<double>({{6, 70, 90}, {6, 90, 80}, {6, 70, 80}});
+}
+
+// The tiles take kTiledCases' shapes on a CPU with AVX-512 (so that
+// TransposedOperandsFollowNumpy checks them there), and leave the BLAS every other form.
+TEST(TileGemmTest, TakesTheTwoFormsWithASmallOperand) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  using kernels::tile_gemm::takes;
+  EXPECT_EQ(takes({128, 1024, 784, false, true}), avx512);  // the wide MLP's forward
+  EXPECT_EQ(takes({256, 1024, 128, true, false}), avx512);  // a panel of its weight gradient
+  EXPECT_EQ(takes({16, 10, 16, false, true}), avx512);
+  EXPECT_EQ(takes({10, 16, 16, true, false}), avx512);
+  EXPECT_FALSE(takes({128, 1024, 1024, false, false}));  // a @ b
+  EXPECT_FALSE(takes({128, 1024, 1024, true, true}));
+  EXPECT_FALSE(takes({128, 1024, 15, false, true}));      // too shallow
+  EXPECT_FALSE(takes({15, 1024, 64, false, true}));       // under half a tile of columns
+  EXPECT_FALSE(takes({128, 9, 64, false, true}));         // under a tile of rows
+  EXPECT_FALSE(takes({256, 1024, 1024, false, true}));    // the small operand past 512 KiB
+  EXPECT_FALSE(takes({1024, 1024, 256, true, false}));
 }
 
 TEST_F(MatmulPlanTest, BlocksDependOnTheShapeOnly) {

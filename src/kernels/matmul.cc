@@ -1,8 +1,9 @@
 // Matmul: a [..., m, k] times b [..., k, n] into [..., m, n] (a 1-D operand
 // as numpy.matmul takes it), the batch dims
 // (all but the last two) broadcast numpy-style. float32 and float64 go
-// through the BLAS (kernels/blas.h) in shape-fixed blocks (kernels/matmul.h);
-// the integer types through ordo's own loop.
+// through the BLAS (kernels/blas.h) in shape-fixed blocks (kernels/matmul.h),
+// except the float32 products with a small operand that ordo's own tiles
+// run faster (kernels/tile_gemm.h); the integer types through ordo's own loop.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "device/free_cores.h"
 #include "kernels/blas.h"
 #include "kernels/kernels_internal.h"
+#include "kernels/tile_gemm.h"
 
 namespace ordo::kernels {
 namespace {
@@ -157,7 +159,15 @@ void BlockedProduct<T>::run_unit(int64_t unit) const {
   }
   // Row i of op(a) is stored row i, or stored column i when transposed.
   const T* a = a_ + offset[1] + (transpose_a_ ? first_row : first_row * lda_);
-  blas::gemm(rows, n_, k_, {a, lda_, transpose_a_}, {b_ + offset[2], ldb_, transpose_b_}, c, n_);
+  const blas::Operand<T> a_operand{a, lda_, transpose_a_}, b_operand{b_ + offset[2], ldb_, transpose_b_};
+  if constexpr (std::is_same_v<T, float>) {
+    const tile_gemm::ProductShape shape{rows, n_, k_, transpose_a_, transpose_b_};
+    if (tile_gemm::takes(shape)) {
+      tile_gemm::gemm(shape, a_operand, b_operand, c, n_);
+      return;
+    }
+  }
+  blas::gemm(rows, n_, k_, a_operand, b_operand, c, n_);
 }
 
 template class BlockedProduct<float>;
