@@ -75,6 +75,44 @@ def _batched(dtype):
 _STEPS = {64: 50, 256: 10, 1024: 1, 2048: 1}
 
 
+def _batch_products(n_batch, n_in, n_out):
+    """x [batch, in] and w [out, in] of a linear layer, and the gradient
+    g [batch, out] of its output."""
+
+    def inputs(rng):
+        return tuple(rng.standard_normal(shape).astype(np.float32)
+                     for shape in ((n_batch, n_in), (n_out, n_in), (n_batch, n_out)))
+
+    return inputs
+
+
+def _linear_cases():
+    """The float32 products of a training step on one device's batch of 128
+    (the wide MLP's first layer, #15): the forward x @ w.T and the weight's
+    gradient g.T @ x, which ordo runs in its own tiles (kernels/tile_gemm.h)
+    where numpy calls OpenBLAS. Information, at one thread: a product of 128
+    rows is one block of ordo's (it does not split across free cores), where
+    OpenBLAS splits it at N threads."""
+
+    def forward(library_transpose):
+        return lambda x, w, g: x @ library_transpose(w)
+
+    def weight_gradient(library_transpose):
+        return lambda x, w, g: library_transpose(g) @ x
+
+    ordo_t = lambda t: t.transpose(0, 1)
+    numpy_t = lambda a: a.T
+    cases = []
+    for name, product in (("x @ w.T 128x784 . 1024x784", forward), ("g.T @ x 128x1024 . 128x784", weight_gradient)):
+        def reference(*arrays, product=product):
+            with _openblas_threads():
+                return product(numpy_t)(*arrays)
+
+        cases.append(Case(f"matmul f32 {name}", _batch_products(128, 784, 1024), product(ordo_t), reference,
+                          reference, numpy_threads_follow=True))
+    return cases
+
+
 def _cases():
     cases = []
     for dtype, name in ((np.float32, "f32"), (np.float64, "f64")):
@@ -88,4 +126,4 @@ def _cases():
     return cases
 
 
-CASES = _cases()
+CASES = _cases() + _linear_cases()
