@@ -4,11 +4,12 @@
 //   NT  c = a * b^T   a layer's forward, x @ w.T (a: [m, k], b: [n, k])
 //   TN  c = a^T * b   a weight's gradient, g.T @ x (a: [k, m], b: [k, n])
 //
-// A BLAS packs both operands of every call; here the large operand (w, or
-// g) is read where it lies, and only the small one is packed (NT) or read
-// as it is (TN), so a call costs little more than its multiply-adds. On the
-// wide MLP's products (batch 128 per device) this runs at 106 GFLOP/s on
-// one Zen 4 core where OpenBLAS 0.3.21 reaches 85-96 (BENCHMARKS.md, #15).
+// A BLAS packs both operands of every call into buffers of their size;
+// here the large operand is read where it lies (w's rows) or ten columns
+// at a time into a slab that stays in the L1 (g's), and only the small one
+// is packed whole. On the wide MLP's products (batch 128 per device) this
+// runs at 102-111 GFLOP/s on one Zen 4 core (its peak: 117) where OpenBLAS
+// 0.3.21 reaches 85-104 (BENCHMARKS.md, #15).
 //
 // It needs AVX-512; on other CPUs, and for shapes outside `takes`, matmul
 // keeps the BLAS (kernels/blas.h). Each element of c sums its k products in
@@ -25,8 +26,8 @@
 
 namespace ordo::kernels::tile_gemm {
 
-// The dims of c = op(a) * op(b) (m x n, depth k), the operands' flags and
-// leading dims as blas::gemm takes them.
+// The dims of c = op(a) * op(b) (m x n, depth k) and which operands are
+// stored transposed, as blas::gemm takes them.
 struct ProductShape {
   int64_t m, n, k;
   bool transpose_a, transpose_b;
