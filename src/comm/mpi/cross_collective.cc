@@ -280,6 +280,10 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
 }
 
 void CrossCollective::record_timing(const CollectiveAt& at) const {
+  const auto& calls = meeting_.calls();
+  if (std::none_of(calls.begin(), calls.end(), [](const CollectiveCall* call) { return call->timing != nullptr; })) {
+    return;  // nobody times this one: nothing to work out, no clock to read
+  }
   // The system clocks of two hosts need not agree: the last arrival they
   // give is kept between the local group's arrival and the last header's.
   int last_device = at.arrived.device;
@@ -288,10 +292,6 @@ void CrossCollective::record_timing(const CollectiveAt& at) const {
     if (p == plan_.me || their_headers_[p].last_arrival_wall_ns <= last_wall_ns) continue;
     last_wall_ns = their_headers_[p].last_arrival_wall_ns;
     last_device = their_headers_[p].last_device;
-  }
-  const auto& calls = meeting_.calls();
-  if (std::none_of(calls.begin(), calls.end(), [](const CollectiveCall* call) { return call->timing != nullptr; })) {
-    return;  // nobody times this one: no clock to read
   }
   const int64_t all_arrived_ns =
       std::clamp(at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns), at.arrived.steady_ns, steady_now_ns());

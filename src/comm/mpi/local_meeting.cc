@@ -148,10 +148,11 @@ void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure
 void LocalMeeting::finish(int64_t sequence, std::optional<device::Failure> failure) {
   std::lock_guard<std::mutex> lock(mu_);
   ORDO_CHECK_EQ(sequence, sequence_);
+  // No phase to set: the next collective opens below, and a waiting member
+  // sees its own as finished by the meeting's number.
   if (failure) {
     fail_locked(sequence, *failure);
   } else {
-    phase_ = Phase::kFinished;
     finished_.store(sequence, std::memory_order_release);
   }
   // Every member arrived (the leader led only then): the others need only
