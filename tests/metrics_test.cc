@@ -3,6 +3,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/steady_clock.h"
 #include "spmd.h"
 #include "test_util.h"
 
@@ -18,6 +19,10 @@ class MetricsTest : public testing::RuntimeTest<2> {
 };
 
 int64_t counter(std::string_view name, int device = -1) { return counter_value(name, device).value(); }
+
+// How far the system clock may move against the steady one while a test
+// runs (a slewing NTP: microseconds), with room for a loaded machine.
+constexpr int64_t kClockSlackNs = 50'000'000;
 
 TEST_F(MetricsTest, AStepTracedTwiceCompilesOnceAndRunsTwice) {
   for (int step = 0; step < 2; ++step) {
@@ -77,6 +82,7 @@ TEST_F(MetricsTest, ThreadsTracingOnOneDeviceAtOnceLoseNoCount) {
 }
 
 TEST_F(MetricsTest, CollectivesAreCountedPerDeviceWithTheirBytes) {
+  const int64_t before_ns = wall_now_ns();
   testing::run_on_devices<int>(2, [](int) {
     Tensor x = ones({8});
     Tensor sum = all_reduce(ReduceType::kSum, x);
@@ -92,9 +98,36 @@ TEST_F(MetricsTest, CollectivesAreCountedPerDeviceWithTheirBytes) {
     const MetricData bytes = metric_data("CollectiveBytes", device).value();
     EXPECT_EQ(bytes.total_samples, 2);
     EXPECT_EQ(bytes.accumulator, 8 * 4 + 16 * 4);
-    EXPECT_EQ(metric_data("CollectiveTime", device)->total_samples, 2);
+    const MetricData times = metric_data("CollectiveTime", device).value();
+    const MetricData waits = metric_data("CollectiveWaitTime", device).value();
+    ASSERT_EQ(times.total_samples, 2);
+    ASSERT_EQ(waits.samples.size(), times.samples.size());
+    // Stamped with the system clock (from the steady one: wall_ns_at), at
+    // the collective's end; its wait for the peers is part of its time.
+    const int64_t after_ns = wall_now_ns();
+    for (size_t i = 0; i < times.samples.size(); ++i) {
+      EXPECT_GE(times.samples[i].first, before_ns - kClockSlackNs);
+      EXPECT_LE(times.samples[i].first, after_ns + kClockSlackNs);
+      EXPECT_EQ(waits.samples[i].first, times.samples[i].first);
+      EXPECT_GE(waits.samples[i].second, 0);
+      EXPECT_LE(waits.samples[i].second, times.samples[i].second);
+    }
   }
   EXPECT_EQ(counter("AllReduce"), 2);
+}
+
+TEST(WallClockAtTest, MapsASteadyReadingToTheSystemClock) {
+  const int64_t wall_before = wall_now_ns();
+  const int64_t steady = steady_now_ns();
+  const int64_t wall_after = wall_now_ns();
+  const int64_t mapped = wall_ns_at(steady);
+  EXPECT_GE(mapped, wall_before - kClockSlackNs);
+  EXPECT_LE(mapped, wall_after + kClockSlackNs);
+  // Readings far from the offset's own (a refresh each way) keep their
+  // distance on the system clock.
+  const int64_t later = steady + 3'000'000'000;
+  EXPECT_NEAR(static_cast<double>(wall_ns_at(later) - mapped), 3e9, static_cast<double>(kClockSlackNs));
+  EXPECT_NEAR(static_cast<double>(wall_ns_at(steady) - mapped), 0.0, static_cast<double>(kClockSlackNs));
 }
 
 TEST_F(MetricsTest, TheReportHasTorchXlasFormatAndOnlyWhatIsNotZero) {

@@ -19,10 +19,12 @@ namespace ordo::comm {
 
 // When a participant met its peers, as the backend saw it (steady_now_ns,
 // ns since its epoch): the wait is all_arrived_ns - arrived_ns, the data
-// movement what follows. Filled only by a collective that succeeds.
+// movement what follows. Every backend fills it in a collective that
+// succeeds; arrived_ns is also where the collective's time starts (the
+// caller reads the clock only at its end).
 struct CollectiveTiming {
   int64_t arrived_ns = 0;      // this device reached the collective
-  int64_t all_arrived_ns = 0;  // the last member of its group did
+  int64_t all_arrived_ns = 0;  // the last member of its group did (from another host's clock: may lie past the end)
   int last_device = -1;        // that member's global ordinal (this device, if it came last)
 };
 

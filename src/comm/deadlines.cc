@@ -25,8 +25,8 @@ Deadlines::Deadlines(CollectiveTimeouts timeouts, Clock::time_point start)
       warn_after_(after(timeouts.warn_seconds)),
       timeout_after_(after(timeouts.timeout_seconds)) {}
 
-bool Deadlines::warning_due() {
-  if (!warning_pending() || Clock::now() < start_ + warn_after_) return false;
+bool Deadlines::warning_due(Clock::time_point now) {
+  if (!warning_pending() || now < start_ + warn_after_) return false;
   warned_ = true;
   return true;
 }

@@ -30,9 +30,10 @@ class Deadlines {
   Deadlines();
   explicit Deadlines(CollectiveTimeouts timeouts, Clock::time_point start = Clock::now());
 
-  // True once, when the warning is due.
-  bool warning_due();
-  bool timed_out() const { return Clock::now() >= start_ + timeout_after_; }
+  // True once, when the warning is due. A waiter that has just read the
+  // clock passes its reading.
+  bool warning_due(Clock::time_point now = Clock::now());
+  bool timed_out(Clock::time_point now = Clock::now()) const { return now >= start_ + timeout_after_; }
   // When to look again for the warning or the timeout, whichever is next.
   Clock::time_point next() const { return start_ + (warning_pending() ? warn_after_ : timeout_after_); }
   double warn_seconds() const { return timeouts_.warn_seconds; }

@@ -191,9 +191,8 @@ void add_slow(int counter, int slot, int64_t delta) noexcept {
   value.store(value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
 }
 
-void record_all(const Recorded* values, size_t count, int slot) noexcept {
+void record_all(const Recorded* values, size_t count, int slot, int64_t when_ns) noexcept {
   if (slot < 0 || slot >= kMaxSlots) return;
-  const int64_t when_ns = wall_now_ns();
   Slot::Metrics& metrics = slot_at(slot).metrics;
   std::lock_guard<SpinLock> lock(metrics.lock);
   for (size_t i = 0; i < count; ++i) {

@@ -16,12 +16,13 @@
 
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string_view>
 #include <vector>
+
+#include "core/steady_clock.h"
 
 #ifndef ORDO_METRICS
 #define ORDO_METRICS 1
@@ -98,7 +99,7 @@ struct Recorded {
 };
 
 namespace internal {
-void record_all(const Recorded* values, size_t count, int slot) noexcept;
+void record_all(const Recorded* values, size_t count, int slot, int64_t when_ns) noexcept;
 }  // namespace internal
 
 // A slot out of range is no device of this process: nothing is counted.
@@ -116,39 +117,26 @@ inline void add(Counter counter, int slot, int64_t delta = 1) noexcept {
 inline void record(Metric metric, int slot, double value) noexcept {
   if constexpr (ORDO_METRICS) {
     const Recorded one{metric, value};
-    internal::record_all(&one, 1, slot);
+    internal::record_all(&one, 1, slot, wall_now_ns());
   }
 }
 
-// Several metrics of one event (a collective's time, wait and bytes): one
-// timestamp and one lock for all of them.
-inline void record_all(std::initializer_list<Recorded> values, int slot) noexcept {
-  if constexpr (ORDO_METRICS) internal::record_all(values.begin(), values.size(), slot);
+// Several metrics of one event (a collective's time, wait and bytes) that
+// ended at `end_ns` (steady_now_ns: the caller read it to time the event):
+// one lock for all of them, and no clock read of their own.
+inline void record_all(std::initializer_list<Recorded> values, int slot, int64_t end_ns) noexcept {
+  if constexpr (ORDO_METRICS) internal::record_all(values.begin(), values.size(), slot, wall_ns_at(end_ns));
 }
-
-// The nanoseconds since its construction (0 when built without metrics).
-class Stopwatch {
- public:
-  Stopwatch() noexcept {
-    if constexpr (ORDO_METRICS) start_ = std::chrono::steady_clock::now();
-  }
-  double elapsed_ns() const noexcept {
-    if constexpr (ORDO_METRICS) {
-      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start_).count();
-    }
-    return 0;
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
 
 // Records the nanoseconds from its construction to its destruction.
 class ScopedTimer {
  public:
   ScopedTimer(Metric metric, int slot) noexcept : metric_(metric), slot_(slot) {}
   ~ScopedTimer() {
-    if constexpr (ORDO_METRICS) record(metric_, slot_, stopwatch_.elapsed_ns());
+    if constexpr (ORDO_METRICS) {
+      const int64_t end_ns = steady_now_ns();
+      record_all({{metric_, static_cast<double>(end_ns - start_ns_)}}, slot_, end_ns);
+    }
   }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
@@ -156,7 +144,7 @@ class ScopedTimer {
  private:
   Metric metric_;
   int slot_;
-  Stopwatch stopwatch_;
+  int64_t start_ns_ = ORDO_METRICS ? steady_now_ns() : 0;
 };
 
 // slot < 0: every slot.

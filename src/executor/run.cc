@@ -4,7 +4,9 @@
 #include <new>
 
 #include "comm/communicator.h"
+#include "core/check.h"
 #include "core/metrics.h"
+#include "core/steady_clock.h"
 #include "core/trace_events.h"
 #include "ordo/error.h"
 
@@ -35,48 +37,48 @@ metrics::Counter collective_counter(ir::OpKind op) {
   }
 }
 
-// The collective's event on the device's row, from the device's arrival
-// (the backend's clock reading: one reading fewer per collective), with
-// the part of it it waited for its peers (written as an event inside it).
-void trace_collective(ir::OpKind op, const comm::CollectiveTiming& timing, int64_t bytes,
+// The collective's event on the device's row, from the device's arrival to
+// `end_ns`, with the part of it it waited for its peers (written as an
+// event inside it).
+void trace_collective(ir::OpKind op, const comm::CollectiveTiming& timing, int64_t end_ns, int64_t bytes,
                       const device::Device& device) {
-  const int64_t end_ns = trace_events::now_ns();
-  const int64_t start_ns = timing.arrived_ns != 0 ? std::min(timing.arrived_ns, end_ns) : end_ns;
-  trace_events::Event event{ir::op_name(op), "collective", start_ns, end_ns - start_ns, device.ordinal()};
+  trace_events::Event event{ir::op_name(op), "collective", timing.arrived_ns, end_ns - timing.arrived_ns,
+                            device.ordinal()};
   event.bytes = bytes;
-  if (timing.arrived_ns != 0) {  // the backend said when the peers met
-    const int64_t wait_from = std::clamp(timing.arrived_ns, start_ns, end_ns);
-    const int64_t wait_to = std::clamp(timing.all_arrived_ns, wait_from, end_ns);
-    event.wait_from_ns = wait_from;
-    event.wait_ns = wait_to - wait_from;
-    event.last_device = timing.last_device;
-  }
+  event.wait_from_ns = timing.arrived_ns;
+  event.wait_ns = timing.all_arrived_ns - timing.arrived_ns;
+  event.last_device = timing.last_device;
   trace_events::record(device.index(), event);
 }
 
-// A collective step, counted and timed: the whole of it, and its wait for
-// the peers, with who came last.
+// A collective step, counted and timed: from the device's arrival (the
+// backend's clock reading, so that a collective reads the clock twice: its
+// arrival and its end) to its end, with its wait for the peers and who
+// came last.
 void run_collective_step(const PlanStep& step, std::span<const device::Buffer* const> inputs,
                          std::span<std::shared_ptr<const device::Buffer>> outputs, device::Device& device) {
   const int index = device.index();
   comm::CollectiveTiming timing;
-  const bool traced = trace_events::on();
-  const metrics::Stopwatch stopwatch;
   step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
                &*step.collective, &timing});
-  const double took_ns = stopwatch.elapsed_ns();
+  const int64_t end_ns = steady_now_ns();
+  // A backend stamps every collective that succeeds; the last arrival may
+  // lie outside [arrival, end] by as much as two hosts' clocks disagree.
+  ORDO_CHECK(timing.arrived_ns != 0, ": the communicator did not stamp the collective's arrival");
+  timing.arrived_ns = std::min(timing.arrived_ns, end_ns);
+  timing.all_arrived_ns = std::clamp(timing.all_arrived_ns, timing.arrived_ns, end_ns);
   metrics::add(collective_counter(step.op), index);
   if (timing.last_device == device.ordinal()) metrics::add(metrics::Counter::kCollectiveLastArrival, index);
   double bytes = 0;
   for (const ir::ValueType& type : step.output_types) {
     if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));
   }
-  const auto waited_ns = static_cast<double>(std::max<int64_t>(0, timing.all_arrived_ns - timing.arrived_ns));
-  metrics::record_all({{metrics::Metric::kCollectiveTime, took_ns},
-                       {metrics::Metric::kCollectiveWaitTime, waited_ns},
+  metrics::record_all({{metrics::Metric::kCollectiveTime, static_cast<double>(end_ns - timing.arrived_ns)},
+                       {metrics::Metric::kCollectiveWaitTime,
+                        static_cast<double>(timing.all_arrived_ns - timing.arrived_ns)},
                        {metrics::Metric::kCollectiveBytes, bytes}},
-                      index);
-  if (traced) trace_collective(step.op, timing, static_cast<int64_t>(bytes), device);
+                      index, end_ns);
+  if (trace_events::on()) trace_collective(step.op, timing, end_ns, static_cast<int64_t>(bytes), device);
 }
 
 // Whether p holds the only reference to its object, which this thread may

@@ -46,11 +46,12 @@ class CrossCollective::Watch {
   Watch& operator=(const Watch&) = delete;
 
   std::optional<device::Failure> check(const std::vector<bool>& heard) {
+    // One clock reading per check. The clocks start at the first check, a
+    // few polls into the wait: most collectives end before it, and read no
+    // clock for it.
     const Clock::time_point now = Clock::now();
-    // The clocks start at the first check, a few polls into the wait: most
-    // collectives end before it, and read no clock for it.
     if (!deadlines_) {
-      deadlines_.emplace();
+      deadlines_.emplace(collective_timeouts(), now);
       started_ = next_question_ = next_interrupt_poll_ = now;
     }
     const GroupPlan& plan = owner_.plan_;
@@ -84,16 +85,16 @@ class CrossCollective::Watch {
           }
         }
       }
-      if (has_interrupt_check() && Clock::now() >= next_interrupt_poll_) {
-        next_interrupt_poll_ = Clock::now() + std::chrono::milliseconds(10);
+      if (has_interrupt_check() && now >= next_interrupt_poll_) {
+        next_interrupt_poll_ = now + std::chrono::milliseconds(10);
         poll_interrupt();
       }
       if (interrupted()) return interrupted_failure(where(), leader_device(), std::nullopt, missing(heard));
     }
-    if (deadlines_->warning_due()) {
+    if (deadlines_->warning_due(now)) {
       report_warning(slow_wait_warning(leader_device(), deadlines_->warn_seconds(), where(), missing(heard)));
     }
-    if (deadlines_->timed_out()) {
+    if (deadlines_->timed_out(now)) {
       return timeout_failure(leader_device(), deadlines_->timeout_seconds(), where(), missing(heard));
     }
     return std::nullopt;
@@ -282,10 +283,11 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
 void CrossCollective::record_timing(const CollectiveAt& at) const {
   const auto& calls = meeting_.calls();
   if (std::none_of(calls.begin(), calls.end(), [](const CollectiveCall* call) { return call->timing != nullptr; })) {
-    return;  // nobody times this one: nothing to work out, no clock to read
+    return;  // nobody times this one: nothing to work out
   }
-  // The system clocks of two hosts need not agree: the last arrival they
-  // give is kept between the local group's arrival and the last header's.
+  // The last arrival, by the system clocks of the hosts (which need not
+  // agree), measured from the local group's: never before it, and the
+  // caller keeps it before the collective's end.
   int last_device = at.arrived.device;
   int64_t last_wall_ns = at.arrived.wall_ns;
   for (size_t p = 0; p < their_headers_.size(); ++p) {
@@ -293,8 +295,7 @@ void CrossCollective::record_timing(const CollectiveAt& at) const {
     last_wall_ns = their_headers_[p].last_arrival_wall_ns;
     last_device = their_headers_[p].last_device;
   }
-  const int64_t all_arrived_ns =
-      std::clamp(at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns), at.arrived.steady_ns, steady_now_ns());
+  const int64_t all_arrived_ns = at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns);
   for (const CollectiveCall* call : calls) {
     if (call->timing == nullptr) continue;
     call->timing->all_arrived_ns = all_arrived_ns;

@@ -84,7 +84,7 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   calls_[index] = call;
   if (arrived_ == calls_.size()) {
     phase_ = Phase::kRunning;
-    last_ = {call->device, arrived_ns, wall_now_ns()};
+    last_ = {call->device, arrived_ns, wall_ns_at(arrived_ns)};
     if (index == leader_) return {true, std::nullopt, last_};
     running_.store(sequence, std::memory_order_release);
     cv_.notify_all();  // the leader may be asleep

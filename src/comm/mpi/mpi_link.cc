@@ -219,9 +219,12 @@ void MpiLink::free_communicator(MPI_Comm& comm) {
 
 void Backoff::pause() {
   using namespace std::chrono;
-  const steady_clock::time_point now = steady_clock::now();
-  if (!started_) started_ = now;
-  const auto waited = now - *started_;
+  if (pauses_++ % kPausesPerClockRead == 0) {
+    const steady_clock::time_point now = steady_clock::now();
+    if (!started_) started_ = now;
+    waited_ = now - *started_;
+  }
+  const auto waited = waited_;
   if (waited < microseconds(50)) {
     if (oversubscribed()) std::this_thread::yield();
     return;

@@ -121,8 +121,13 @@ class Backoff {
   static bool oversubscribed() { return oversubscribed_.load(std::memory_order_relaxed); }
 
  private:
-  // From the first pause on: a wait that ends at its first poll reads no clock.
+  // A pause reads the clock once in kPausesPerClockRead (a reading costs as
+  // much as a poll or two in a VM, and delays noticing the answer), from
+  // the first pause on: a wait that ends at its first poll reads none.
+  static constexpr unsigned kPausesPerClockRead = 16;
+  unsigned pauses_ = 0;
   std::optional<std::chrono::steady_clock::time_point> started_;
+  std::chrono::steady_clock::duration waited_{};  // at the last reading
   std::chrono::microseconds sleep_{20};
   static inline std::atomic<bool> oversubscribed_{false};
 };
