@@ -22,7 +22,8 @@
 // runs of 100 1 KiB calls alternating with ordo's ("latency_1k_mpi"): a
 // separate invocation may get the two processes' CPUs placed otherwise
 // (MPI's own 1 KiB time moves between 0.6 and 1.5 us from one invocation
-// to the next on the 2-core VM).
+// to the next on the 2-core VM). At the graph level it also prints the
+// part of ordo's time spent tracing ("latency_1k_trace", per all_reduce).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm/fingerprint.h"
@@ -70,6 +72,8 @@ struct Device {
   virtual void all_reduces(int count) = 0;
   // The largest of every device's `seconds`: also a barrier.
   virtual double slowest(double seconds) = 0;
+  // The seconds spent tracing since the last call (at the graph level).
+  virtual double take_trace_seconds() { return 0; }
 };
 
 // Seconds per call of one run of `calls` all_reduces made by `run`: the
@@ -137,12 +141,16 @@ void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool
     if (print) std::printf("latency_1k %.9g\n", latency);
   } else {
     reference->all_reduces(kChain);  // warm
-    std::vector<double> ordo_runs, mpi_runs;
+    std::vector<double> ordo_runs, trace_runs, mpi_runs;
+    device.take_trace_seconds();
     for (int r = 0; r < kReps; ++r) {
       ordo_runs.push_back(one_run(device, runs, per_run));
+      trace_runs.push_back(device.slowest(device.take_trace_seconds() / kChain));
       mpi_runs.push_back(one_run(device, kChain, [&] { reference->all_reduces(kChain); }));
     }
     if (print) std::printf("latency_1k %.9g\nlatency_1k_mpi %.9g\n", median(ordo_runs), median(mpi_runs));
+    // The part of the graph level's figure spent tracing (in it, not added).
+    if (print && chain_in_graph) std::printf("latency_1k_trace %.9g\n", median(trace_runs));
   }
   if (print) std::fflush(stdout);
 }
@@ -197,9 +205,11 @@ class GraphDevice : public Device {
     ordo::wait_device_ops(device_);
   }
   void all_reduces(int count) override {
+    const auto start = Clock::now();
     ordo::Tensor y = x_;
     // Scaled so that a chain stays finite; one per step when count is 1.
     for (int i = 0; i < count; ++i) y = ordo::all_reduce(ordo::ReduceType::kSum, y, count > 1 ? 0.5 : 1.0);
+    trace_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     ordo::mark_step(device_);
     ordo::wait_device_ops(device_);
   }
@@ -207,10 +217,12 @@ class GraphDevice : public Device {
     ordo::Tensor t = ordo::from_vector<double>({seconds}, {1}, device_);
     return ordo::all_reduce(ordo::ReduceType::kMax, t).item<double>();
   }
+  double take_trace_seconds() override { return std::exchange(trace_seconds_, 0.0); }
 
  private:
   const int device_;
   ordo::Tensor x_;
+  double trace_seconds_ = 0;
 };
 
 // What moving a 1 KiB all_reduce's header costs alone, between the two

@@ -204,6 +204,17 @@ def compare(label, ordo_name, mpi_name, world, bw_target, latency_target=None):
         ratio = statistics.median(ratios)
         row(label + ", same run", "1 KiB", statistics.median(o), statistics.median(m), "us  ", ratio,
             f"<= {latency_target}x", ratio <= latency_target, f"   (per round {spread(ratios)}x)")
+    if "latency_1k_trace" in ordo and "latency_1k_mpi" in ordo:
+        # The graph level's figure is its tracing, then its run: each
+        # alone beside MPI's time (information, no target).
+        t = [s * 1e6 for s in ordo["latency_1k_trace"]]
+        g = [s * 1e6 for s in ordo["latency_1k"]]
+        m = [s * 1e6 for s in ordo["latency_1k_mpi"]]
+        for name, part in (("  its tracing", t), ("  its run", [x - y for x, y in zip(g, t)])):
+            ratios = [x / y for x, y in zip(part, m)]
+            rows.append(f"{name:<28} {'1 KiB':>8} {statistics.median(part):>9.2f} us   "
+                        f"{statistics.median(m):>9.2f} us   {statistics.median(ratios):>6.2f}x  "
+                        f"(no target: part of the row above; per round {spread(ratios)}x)")
     if "ring_exchange_1k" in ordo and "latency_1k_mpi" in ordo:
         # The header's trip alone through the host's rings, no checks: the
         # floor under the communicator's figure (information, no target).
