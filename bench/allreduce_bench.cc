@@ -49,7 +49,7 @@ double time_on_devices(int64_t calls, const std::function<void(int)>& body) {
   return median(samples);
 }
 
-// One all_reduce per step: trace, mark_step, wait for the device.
+// One all_reduce per step: trace, then mark_step_and_wait.
 double ordo_allreduce_seconds(int64_t bytes) {
   std::vector<ordo::Tensor> inputs;
   for (int d = 0; d < kDevices; ++d) {
@@ -58,8 +58,7 @@ double ordo_allreduce_seconds(int64_t bytes) {
   }
   return time_on_devices(iterations_for(bytes), [&](int d) {
     ordo::Tensor y = ordo::all_reduce(ordo::ReduceType::kSum, inputs[d]);
-    ordo::mark_step();
-    ordo::wait_device_ops(d);
+    ordo::mark_step_and_wait();
   });
 }
 
@@ -82,8 +81,7 @@ ChainTimes ordo_latency_1k_seconds() {
     ordo::Tensor y = inputs[d];
     for (int i = 0; i < kChain; ++i) y = ordo::all_reduce(ordo::ReduceType::kSum, y, 0.5);
     if (d == 0) tracing.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    ordo::mark_step();
-    ordo::wait_device_ops(d);
+    ordo::mark_step_and_wait();
   });
   return {total / kChain, median(tracing) / kChain};
 }

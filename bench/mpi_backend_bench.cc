@@ -201,8 +201,7 @@ class GraphDevice : public Device {
   explicit GraphDevice(int device) : device_(device) {}
   void use_size(int64_t bytes) override {
     x_ = ordo::rand_uniform({bytes / 4}, static_cast<uint64_t>(ordo::get_ordinal(device_)), 0.0, 1.0, ordo::DType::kFloat32, device_);
-    ordo::mark_step(device_);
-    ordo::wait_device_ops(device_);
+    ordo::mark_step_and_wait(device_);
   }
   void all_reduces(int count) override {
     const auto start = Clock::now();
@@ -210,8 +209,7 @@ class GraphDevice : public Device {
     // Scaled so that a chain stays finite; one per step when count is 1.
     for (int i = 0; i < count; ++i) y = ordo::all_reduce(ordo::ReduceType::kSum, y, count > 1 ? 0.5 : 1.0);
     trace_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    ordo::mark_step(device_);
-    ordo::wait_device_ops(device_);
+    ordo::mark_step_and_wait(device_);
   }
   double slowest(double seconds) override {
     ordo::Tensor t = ordo::from_vector<double>({seconds}, {1}, device_);

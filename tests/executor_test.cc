@@ -131,6 +131,25 @@ TEST_F(ExecutorTest, FailureReachesTheReaderAndTheNextMarkStepOnce) {
   EXPECT_EQ(fine.to_vector<float>(), (std::vector<float>{20, 40, 60}));
 }
 
+TEST_F(ExecutorTest, MarkStepAndWaitRunsTheGraphAndReportsAnEarlierFailure) {
+  Tensor x = from_vector<float>({1, 2, 3}, {3});
+  Tensor y = x * 2.0 + 1.0;
+  mark_step_and_wait();
+  EXPECT_FALSE(y.is_pending());
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5, 7}));
+  // A failed graph: the next cut reports it once, as mark_step does, and
+  // leaves the pending graph as it was.
+  Tensor bad = index_select(x, 0, from_vector<int64_t>({9}, {1}));
+  mark_step();
+  wait_device_ops(0);
+  Tensor next = y + 1.0;
+  EXPECT_THROW(mark_step_and_wait(), ExecutionError);
+  EXPECT_TRUE(next.is_pending());
+  mark_step_and_wait();
+  EXPECT_EQ(next.to_vector<float>(), (std::vector<float>{4, 6, 8}));
+  EXPECT_THROW(mark_step_and_wait(7), InvalidArgument);
+}
+
 TEST_F(ExecutorTest, CompileCacheIsBounded) {
   reset_compile_cache(2);
   Tensor x = from_vector<float>({1}, {1});

@@ -74,6 +74,42 @@ TEST(WorkerTest, DrainRunsQueuedTasksOnTheWaitingThread) {
   EXPECT_TRUE(ran_here);
 }
 
+TEST(WorkerTest, ATaskTheCallerRunsIsNotTakenByTheSleepingWorkerThread) {
+  Worker worker;
+  // Once the worker thread sleeps (it ran a task of its own and found the
+  // queue empty), nothing wakes it for a task the caller runs.
+  std::atomic<bool> warmed{false};
+  worker.submit([&warmed] { warmed.store(true); });
+  ASSERT_TRUE(eventually(warmed));
+  std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 50; ++i) {
+    std::thread::id ran_on;
+    worker.submit([&ran_on] { ran_on = std::this_thread::get_id(); }, Worker::RunBy::kCaller);
+    // Ample time for a woken worker thread to take it (woken, it would
+    // take every one).
+    std::this_thread::sleep_for(1ms);
+    worker.drain();
+    ASSERT_EQ(ran_on, std::this_thread::get_id()) << "iteration " << i;
+  }
+}
+
+TEST(WorkerTest, WhatTheCallerLeavesGoesToTheWorkerThread) {
+  Worker worker;
+  std::atomic<bool> ran{false};
+  std::thread::id ran_on;
+  worker.submit(
+      [&] {
+        ran_on = std::this_thread::get_id();
+        ran.store(true);
+      },
+      Worker::RunBy::kCaller);
+  // Done at once (a value another graph computed): the caller runs
+  // nothing, and hands the task to the worker thread.
+  EXPECT_TRUE(worker.help_until([] { return true; }));
+  ASSERT_TRUE(eventually(ran));
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
 TEST(WorkerTest, DrainWaitsForTheTaskAnotherThreadRunsAndTheRestOfTheQueue) {
   Worker worker;
   std::atomic<bool> started{false}, release{false}, first_done{false}, second_done{false};

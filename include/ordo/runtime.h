@@ -92,6 +92,10 @@ void bind_thread_to_device(int device);
 // Returns once submitted. Throws the error of an earlier failed graph of
 // this device first (once), leaving the pending graph untouched.
 void mark_step(int device = -1);
+// mark_step(device), then wait_device_ops(device) (torch_xla's
+// mark_step(wait=True)): the graph runs on the calling thread while the
+// worker thread runs nothing, without waking that thread first.
+void mark_step_and_wait(int device = -1);
 // Drops the device's pending graph instead of running it (torch_xla's
 // _clear_pending_irs): every live pending tensor of the device loses its
 // value (an in-place update not yet run included), so reading it raises

@@ -80,9 +80,10 @@ concat = cat
 def mark_step(wait=False):
     """Cuts the calling thread's device's graph and submits it; with wait,
     also waits until it ran."""
-    _C.mark_step()
     if wait:
-        _C.wait_device_ops(_C.current_device())
+        _C.mark_step_and_wait()
+    else:
+        _C.mark_step()
 
 
 def drop_pending_graph(device=None):

@@ -14,12 +14,23 @@
 
 namespace ordo {
 
-void mark_step(int device) {
-  const int index = runtime::resolve_device(device);
+namespace {
+
+void cut(int index, device::Worker::RunBy run_by) {
   metrics::add(metrics::Counter::kMarkStep, index);
   if (executor::debug_enabled()) executor::note_mark_step(index);
   trace_events::ScopedCut traced(index, trace_events::on() ? runtime::get().global_ordinal(index) : -1);
-  executor::sync_device(index, true);
+  executor::sync_device(index, true, run_by);
+}
+
+}  // namespace
+
+void mark_step(int device) { cut(runtime::resolve_device(device), device::Worker::RunBy::kWorkerThread); }
+
+void mark_step_and_wait(int device) {
+  const int index = runtime::resolve_device(device);
+  cut(index, device::Worker::RunBy::kCaller);
+  runtime::get().device(index).worker().drain();
 }
 
 void wait_device_ops(int device) {

@@ -19,7 +19,8 @@ std::shared_ptr<device::DeviceData> materialize(const lazy::TensorImpl& tensor, 
       std::lock_guard<std::mutex> lock(graph.mu);
       if (!tensor.is_pending()) return tensor.data;
     }
-    executor::sync_device(tensor.device, /*raise_failure=*/false);
+    // The reader helps the worker at once (wait_for_value).
+    executor::sync_device(tensor.device, /*raise_failure=*/false, device::Worker::RunBy::kCaller);
   }
 }
 

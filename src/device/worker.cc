@@ -19,14 +19,14 @@ Worker::~Worker() {
   thread_.join();
 }
 
-void Worker::submit(std::function<void()> task) {
+void Worker::submit(std::function<void()> task, RunBy run_by) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
     // Whoever runs a task now takes the next one after it, or (help_until
     // stopping) wakes the worker thread for it.
-    wake = !running_task_;
+    wake = !running_task_ && run_by == RunBy::kWorkerThread;
   }
   if (wake) wake_.notify_one();
 }

@@ -27,9 +27,17 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // Who runs a task submitted while the worker thread is idle: that
+  // thread, woken now, or the submitting thread, which calls drain() or
+  // help_until() at once (a tensor read, mark_step with a wait): waking the
+  // worker thread then costs a system call and a thread switch for a task
+  // the caller would take anyway, or race it for. Whatever the caller
+  // leaves (an interrupt, help_until done early) goes to the worker thread.
+  enum class RunBy { kWorkerThread, kCaller };
+
   // Tasks must not throw: they report failures through their outputs. A
   // task must not wait for its own worker.
-  void submit(std::function<void()> task);
+  void submit(std::function<void()> task, RunBy run_by = RunBy::kWorkerThread);
   // Blocks until every task submitted before the call has run, running
   // queued tasks on the calling thread while the worker thread runs none.
   // On a thread with an interrupt check (core/interrupt.h), throws

@@ -55,7 +55,7 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
 
 }  // namespace
 
-void sync_device(int ordinal, bool raise_failure) {
+void sync_device(int ordinal, bool raise_failure, device::Worker::RunBy run_by) {
   lazy::GraphTable& graphs = lazy::graphs();
   runtime::Runtime& rt = graphs.runtime();
   rt.check_device(ordinal);
@@ -95,7 +95,7 @@ void sync_device(int ordinal, bool raise_failure) {
   device.worker().submit([plan = std::move(plan), parameters = std::move(parameters),
                           results = std::move(results), &device]() mutable {
     run_plan(*plan, std::move(parameters), results, device);
-  });
+  }, run_by);
 }
 
 }  // namespace ordo::executor

@@ -52,6 +52,11 @@ void bind_runtime(py::module_& m) {
   m.def("set_current_device", &set_current_device);
   m.def("bind_thread_to_device", &bind_thread_to_device);
   m.def("mark_step", &mark_step, py::arg("device") = -1, WithoutGil());
+  m.def("mark_step_and_wait", [](int device) {
+    // The device waited for, as wait_device_ops names it (-1 there is every device).
+    const int index = device == -1 ? current_device() : device;
+    wait_interruptibly(index, "mark_step(wait=True)", [index] { mark_step_and_wait(index); });
+  }, py::arg("device") = -1);
   m.def("drop_pending_graph", &drop_pending_graph, py::arg("device") = -1, WithoutGil());
   m.def("_clear_pending_irs", &clear_pending_irs, py::arg("device"));
   m.def("wait_device_ops", [](int device) {
