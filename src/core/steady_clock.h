@@ -35,11 +35,12 @@ int64_t refresh_wall_offset() noexcept;
 // several): from an offset between the two clocks that is taken again once
 // a second of steady time has passed, so that a step of the system clock
 // shows within a second. Threads may race on the refresh: any offset they
-// store is a fresh one.
+// store is a fresh one. A reading older than the offset takes it as it is
+// (the clocks drift apart by microseconds a second, not more).
 inline int64_t wall_ns_at(int64_t steady_ns) noexcept {
   constexpr int64_t kRefreshEvery = 1'000'000'000;
   const int64_t taken = internal::g_wall_offset_taken_ns.load(std::memory_order_acquire);
-  if (steady_ns - taken > kRefreshEvery || steady_ns < taken) return steady_ns + internal::refresh_wall_offset();
+  if (steady_ns - taken > kRefreshEvery) return steady_ns + internal::refresh_wall_offset();
   return steady_ns + internal::g_wall_minus_steady_ns.load(std::memory_order_relaxed);
 }
 
