@@ -30,7 +30,7 @@ void mark_step(int device) { cut(runtime::resolve_device(device), device::Worker
 void mark_step_and_wait(int device) {
   const int index = runtime::resolve_device(device);
   cut(index, device::Worker::RunBy::kCaller);
-  runtime::get().device(index).worker().drain();
+  wait_device_ops(index);
 }
 
 void wait_device_ops(int device) {

@@ -29,31 +29,21 @@ bool has_avx512() {
   return has;
 }
 
-// The kTileCols floats at `at`, those from `cols` on read as 0.
-struct ColumnMasks {
-  __mmask16 low, high;
-  explicit ColumnMasks(int64_t cols)
-      : low(static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1)),
-        high(static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols > 16 ? (1u << (cols - 16)) - 1 : 0)) {}
-};
-
-// tile[r][j] = sum over p < depth, in order, of rows[r][p * row_step] *
-// columns[p * column_step + j], for r < kTileRows and j < kTileCols (the
-// columns past `cols` read as 0).
-__attribute__((target("avx512f"))) void multiply_tile(const float* const* rows, int64_t row_step,
-                                                      const float* columns, int64_t column_step, int64_t cols,
-                                                      int64_t depth, float* tile) {
-  const ColumnMasks masks(cols);
+// tile[r][j] = sum over p < depth, in order, of rows[r][p] *
+// panel[p * kTileCols + j], for r < kTileRows and j < kTileCols: `panel` is
+// a packed panel of the small operand (depth-major, padded with zeros).
+__attribute__((target("avx512f"))) void multiply_tile(const float* const* rows, const float* panel, int64_t depth,
+                                                      float* tile) {
   __m512 sums[kTileRows][2];
 #pragma GCC unroll 10
   for (int64_t r = 0; r < kTileRows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < depth; ++p) {
-    const float* column = columns + p * column_step;
-    const __m512 low = _mm512_maskz_loadu_ps(masks.low, column);
-    const __m512 high = _mm512_maskz_loadu_ps(masks.high, column + 16);
+    const float* column = panel + p * kTileCols;
+    const __m512 low = _mm512_loadu_ps(column);
+    const __m512 high = _mm512_loadu_ps(column + 16);
 #pragma GCC unroll 10
     for (int64_t r = 0; r < kTileRows; ++r) {
-      const __m512 scalar = _mm512_set1_ps(rows[r][p * row_step]);
+      const __m512 scalar = _mm512_set1_ps(rows[r][p]);
       sums[r][0] = _mm512_fmadd_ps(scalar, low, sums[r][0]);
       sums[r][1] = _mm512_fmadd_ps(scalar, high, sums[r][1]);
     }
@@ -109,7 +99,7 @@ void multiply_nt(const ProductShape& s, blas::Operand<float> a, blas::Operand<fl
     const int64_t count = std::min(kTileRows, s.n - first_row);
     tile_rows(b.data + first_row * b.leading_dim, b.leading_dim, count, rows);
     for (int64_t panel = 0; panel < panels; ++panel) {
-      multiply_tile(rows, 1, packed + panel * panel_floats, kTileCols, kTileCols, s.k, tile);
+      multiply_tile(rows, packed + panel * panel_floats, s.k, tile);
       const int64_t first = panel * kTileCols, cols = std::min(kTileCols, s.m - first);
       for (int64_t j = 0; j < cols; ++j) {
         float* out = c + (first + j) * ldc + first_row;
@@ -146,7 +136,7 @@ void multiply_tn(const ProductShape& s, blas::Operand<float> a, blas::Operand<fl
     tile_rows(slab, s.k, kTileRows, rows);
     for (int64_t panel = 0; panel < panels; ++panel) {
       const int64_t first = panel * kTileCols, cols = std::min(kTileCols, s.n - first);
-      multiply_tile(rows, 1, packed + panel * panel_floats, kTileCols, kTileCols, s.k, tile);
+      multiply_tile(rows, packed + panel * panel_floats, s.k, tile);
       for (int64_t r = 0; r < count; ++r) {
         std::memcpy(c + (first_row + r) * ldc + first, tile + r * kTileCols, static_cast<size_t>(cols) * sizeof(float));
       }
