@@ -5,29 +5,23 @@
 
 namespace ordo::comm {
 
-// Writes word at position `at` only when it changes: peers read this
-// fingerprint at every collective, and a line left unwritten stays valid in
-// their caches, so the usual case (the same op again) moves no cache line.
-void Fingerprint::put(size_t at, int64_t word) {
-  if (at == kInlineWords && !spilled_) {
-    spill_.assign(inline_.begin(), inline_.end());
-    spilled_ = true;
-  }
-  if (spilled_) {
-    spill_.push_back(word);  // rebuilt by every assign: rare, long ops only
-  } else if (inline_[at] != word) {
-    inline_[at] = word;
-  }
-}
-
 // Every list is preceded by its length, so equal words mean equal fields.
 void Fingerprint::assign(const CollectiveCall& call) {
-  if (spilled_) {  // rare: start over inline
-    spilled_ = false;
-    spill_.clear();
-  }
+  if (!spill_.empty()) spill_.clear();  // rare: long ops only
   size_t at = 0;
-  auto push = [&](int64_t word) { put(at++, word); };
+  // A word is written only when it changes: peers read this fingerprint at
+  // every collective, and a line left unwritten stays valid in their
+  // caches, so the usual case (the same op again) moves no cache line.
+  // Inlined, as every collective makes its fingerprint.
+  auto push = [&](int64_t word) __attribute__((always_inline)) {
+    if (at < kInlineWords) {
+      if (inline_[at] != word) inline_[at] = word;
+    } else {
+      if (at == kInlineWords) spill_.assign(inline_.begin(), inline_.end());
+      spill_.push_back(word);
+    }
+    ++at;
+  };
   const ir::CollectiveAttrs& a = call.attrs;
   push(static_cast<int64_t>(call.op));
   push(static_cast<int64_t>(a.reduce));
@@ -56,6 +50,7 @@ void Fingerprint::assign(const CollectiveCall& call) {
   // collective from another line than its peers is a mismatch.
   if (a.location != nullptr) push(static_cast<int64_t>(a.location->hash));
   if (size_ != at) size_ = at;
+  if (spilled_ != (at > kInlineWords)) spilled_ = at > kInlineWords;
 }
 
 bool Fingerprint::operator==(const Fingerprint& other) const {

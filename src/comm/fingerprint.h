@@ -32,13 +32,12 @@ class Fingerprint {
   std::span<const int64_t> words() const { return {data(), size_}; }
 
  private:
-  void put(size_t at, int64_t word);
   const int64_t* data() const { return spilled_ ? spill_.data() : inline_.data(); }
 
   // Enough for an op with a few inputs of small rank and no groups.
   static constexpr size_t kInlineWords = 24;
   size_t size_ = 0;
-  bool spilled_ = false;  // the words are in spill_, not inline_
+  bool spilled_ = false;  // the words are all in spill_ (inline_ holds the first ones)
   std::array<int64_t, kInlineWords> inline_{};
   std::vector<int64_t> spill_;
 };
