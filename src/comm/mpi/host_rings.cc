@@ -240,17 +240,28 @@ void HostRings::flush() {
 
 bool HostRings::try_take(int process, int tag, std::string& into) {
   const size_t from = position_of(process);
+  Inbox& in = *inboxes_[from];
+  const Ring r = ring(from, me_);
+  // Most polls of a waiting leader find nothing: they learn it without the
+  // mutex. A message another thread is moving from the ring to the queues
+  // right now shows at a later poll.
+  if (in.queued_count.load(std::memory_order_acquire) == 0 &&
+      std::atomic_ref<uint64_t>(*r.written).load(std::memory_order_relaxed) ==
+          std::atomic_ref<uint64_t>(*r.read).load(std::memory_order_relaxed)) {
+    if (any_pending_.load(std::memory_order_acquire)) flush();
+    return false;
+  }
   bool found = false;
   {
-    Inbox& in = *inboxes_[from];
     std::lock_guard<std::mutex> lock(in.mu);
     if (auto queued = in.queued.find(tag); queued != in.queued.end() && !queued->second.empty()) {
       into = std::move(queued->second.front());
       queued->second.pop_front();
+      in.queued_count.fetch_sub(1, std::memory_order_relaxed);
       found = true;
     } else {
-      const Ring r = ring(from, me_);
-      uint64_t at = std::atomic_ref<uint64_t>(*r.read).load(std::memory_order_relaxed);
+      const uint64_t start = std::atomic_ref<uint64_t>(*r.read).load(std::memory_order_relaxed);
+      uint64_t at = start;
       // Acquire: the bytes of every record counted as written are there.
       const uint64_t end = std::atomic_ref<uint64_t>(*r.written).load(std::memory_order_acquire);
       while (at < end) {
@@ -262,14 +273,16 @@ bool HostRings::try_take(int process, int tag, std::string& into) {
                                        header[1], " bytes where only ", end - at - kRecordHeader, " were written");
         }
         const int record_tag = static_cast<int>(header[0]);
-        std::string& message = !found && record_tag == tag ? into : in.queued[record_tag].emplace_back();
-        found = found || record_tag == tag;
+        const bool mine = !found && record_tag == tag;
+        std::string& message = mine ? into : in.queued[record_tag].emplace_back();
+        if (!mine) in.queued_count.fetch_add(1, std::memory_order_release);
+        found = found || mine;
         message.resize(header[1]);
         r.copy_out(at + kRecordHeader, message.data(), header[1]);
         at += record;
       }
       // Release: the sender may write over these bytes once it sees this.
-      std::atomic_ref<uint64_t>(*r.read).store(at, std::memory_order_release);
+      if (at != start) std::atomic_ref<uint64_t>(*r.read).store(at, std::memory_order_release);
     }
   }
   if (any_pending_.load(std::memory_order_acquire)) flush();

@@ -97,6 +97,9 @@ class HostRings {
   struct Inbox {
     std::mutex mu;
     std::map<int, std::deque<std::string>> queued;  // by tag, read from the ring before they were asked for
+    // How many messages `queued` holds, changed under mu and read without
+    // it: a poll that finds it 0 and the ring empty returns at once.
+    std::atomic<size_t> queued_count{0};
   };
 
   // The position of another process of this host in processes_, if it is one.
