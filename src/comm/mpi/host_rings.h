@@ -25,7 +25,9 @@
 // (the pending records and the ring's write cursor) and one for what it
 // receives from it (the queues and the read cursor). Each is held alone
 // (a take flushes after it lets go of its own), and both are leaves for
-// the rest of the backend.
+// the rest of the backend. A take that finds the ring empty and nothing
+// queued (the count of queued messages, the two cursors: all atomic)
+// returns without the mutex.
 #pragma once
 
 #include <mpi.h>
