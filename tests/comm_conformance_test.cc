@@ -456,25 +456,31 @@ TEST_P(Conformance, CollectiveBroadcast) {
 // it, staged (small) and not: across processes too (one host's clocks).
 TEST_P(Conformance, TheLastToArriveIsNamedAndItsPeersWaitedForIt) {
   if (world_ < 2) GTEST_SKIP() << "needs a peer";
-  const int late = world_ / 2;
   constexpr auto kLateBy = std::chrono::milliseconds(300);  // far beyond a loaded machine's skew
-  for (const int64_t count : {int64_t{4}, int64_t{64 * 1024}}) {
-    std::vector<DevicePart> parts = small_parts(DType::kFloat32, count);
-    step("the timing case");
-    const Outcome outcome = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
-                                           parts, {}, [late, kLateBy](int d) {
-                                             if (d == late) std::this_thread::sleep_for(kLateBy);
-                                           });
-    for (const int d : devices()) {
-      EXPECT_EQ(outcome.errors[d], "") << "device " << d;
-      if (!outcome.errors[d].empty()) continue;
-      const comm::CollectiveTiming& timing = outcome.timings[d];
-      EXPECT_EQ(timing.last_device, late) << "device " << d << ", " << count << " floats";
-      const auto waited = std::chrono::nanoseconds(timing.all_arrived_ns - timing.arrived_ns);
-      if (d == late) {
-        EXPECT_LT(waited, kLateBy / 2) << count << " floats";
-      } else {
-        EXPECT_GE(waited, kLateBy / 2) << "device " << d << ", " << count << " floats";
+  // A middle rank and the last: a backend may keep the first ranks'
+  // arrival times apart from the others' (in-process: beside the slot's
+  // state for the first seven).
+  std::vector<int> lates{world_ / 2};
+  if (world_ - 1 != world_ / 2) lates.push_back(world_ - 1);
+  for (const int late : lates) {
+    for (const int64_t count : {int64_t{4}, int64_t{64 * 1024}}) {
+      std::vector<DevicePart> parts = small_parts(DType::kFloat32, count);
+      step("the timing case");
+      const Outcome outcome = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
+                                             parts, {}, [late, kLateBy](int d) {
+                                               if (d == late) std::this_thread::sleep_for(kLateBy);
+                                             });
+      for (const int d : devices()) {
+        EXPECT_EQ(outcome.errors[d], "") << "device " << d;
+        if (!outcome.errors[d].empty()) continue;
+        const comm::CollectiveTiming& timing = outcome.timings[d];
+        EXPECT_EQ(timing.last_device, late) << "device " << d << ", " << count << " floats";
+        const auto waited = std::chrono::nanoseconds(timing.all_arrived_ns - timing.arrived_ns);
+        if (d == late) {
+          EXPECT_LT(waited, kLateBy / 2) << count << " floats";
+        } else {
+          EXPECT_GE(waited, kLateBy / 2) << "device " << d << ", " << count << " floats";
+        }
       }
     }
   }

@@ -28,7 +28,8 @@
 //   earlier collective (known from done_through, else waited for). Peers
 //   read it after seeing every arrival (acquire) and before they mark
 //   themselves done (release). Unchanged words are not rewritten, so in the
-//   steady state peers read them from their own caches.
+//   steady state peers read them from their own caches. A member's arrival
+//   time in Slot::arrivals follows the same rules.
 // - mu guards Slot::failure (written before the failed bit is set, read
 //   after it is seen) and pending_; pending_count_ mirrors pending_.size()
 //   so that the fast path checks it without the lock. A join recorded in
@@ -47,6 +48,7 @@
 // - Order: InProcessCommunicator::channels_mu_, then mu, then GoneDevices.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -103,17 +105,36 @@ struct alignas(64) Seat {
   const CollectiveCall* call = nullptr;
   StagingArea staged;  // a copy of the inputs, for a small all_reduce
   Fingerprint fingerprint;
+  // When a member past Slot::kArrivalsBesideState reached the collective.
   // Written at every collective, so on a line of its own: beside the
   // staging area's pointer, it made every peer fetch that line from this
-  // member's core before it could read the inputs behind the pointer, one
-  // cross-core trip more on the critical path of a small all_reduce.
-  alignas(64) int64_t arrived_ns = 0;  // steady clock: when the member reached the collective
+  // member's core before it could read the inputs behind the pointer.
+  alignas(64) int64_t arrived_ns = 0;
 };
 
 struct Slot {
+  static constexpr size_t kArrivalsBesideState = 7;
+
   alignas(64) std::atomic<uint64_t> state{0};
-  device::Failure failure;  // see Locking
+  // When the first members reached the collective (steady clock), on the
+  // state's line: a member that sees every arrival in the state has their
+  // times too, with no cross-core trip of their own (one per collective
+  // when they were in the seats). Written before the member arrives.
+  std::array<std::atomic<int64_t>, kArrivalsBesideState> arrivals{};
+  alignas(64) device::Failure failure;  // see Locking
   std::vector<Seat> seats;  // by rank
+
+  void set_arrival(size_t rank, int64_t ns) {
+    if (rank < kArrivalsBesideState) {
+      arrivals[rank].store(ns, std::memory_order_relaxed);  // published by the arrival's change of state
+    } else {
+      seats[rank].arrived_ns = ns;
+    }
+  }
+  // Once every member arrived.
+  int64_t arrival(size_t rank) const {
+    return rank < kArrivalsBesideState ? arrivals[rank].load(std::memory_order_relaxed) : seats[rank].arrived_ns;
+  }
 };
 
 struct alignas(64) Member {

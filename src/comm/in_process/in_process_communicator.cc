@@ -15,7 +15,7 @@ namespace {
 // all_reduce). Members whose fingerprints match decide alike.
 bool take_seat(const Participant& p, int64_t arrived_ns) {
   Seat& seat = p.slot.seats[p.rank];
-  seat.arrived_ns = arrived_ns;
+  p.slot.set_arrival(p.rank, arrived_ns);
   // Written only when it changes, like the fingerprint: the kernel's call
   // is usually at the same address every time.
   if (seat.call != &p.call) seat.call = &p.call;
@@ -80,12 +80,16 @@ std::span<const std::byte* const> staged_of(const Participant& p) {
 // Once every member arrived: when the last one did, and who it was (the
 // lowest rank among equal times, so that every member names the same).
 void record_timing(const Participant& p, int64_t arrived_ns) {
-  const std::vector<Seat>& seats = p.slot.seats;
   size_t last = 0;
-  for (size_t q = 1; q < seats.size(); ++q) {
-    if (seats[q].arrived_ns > seats[last].arrived_ns) last = q;
+  int64_t last_ns = p.slot.arrival(0);
+  for (size_t q = 1; q < p.channel.size(); ++q) {
+    const int64_t ns = p.slot.arrival(q);
+    if (ns > last_ns) {
+      last = q;
+      last_ns = ns;
+    }
   }
-  *p.call.timing = {arrived_ns, seats[last].arrived_ns, p.channel.group()[last]};
+  *p.call.timing = {arrived_ns, last_ns, p.channel.group()[last]};
 }
 
 }  // namespace
