@@ -11,6 +11,7 @@
 #include <chrono>
 #include <numeric>
 #include <optional>
+#include <regex>
 
 #include "comm_conformance.h"
 #include "core/interrupt.h"
@@ -286,9 +287,14 @@ TEST_P(ExchangeConformanceFailures, AMissingDeviceWarnsThenTimesOutNamingTheTagA
     EXPECT_EQ(outcomes[d].code, ErrorCode::kCollectiveTimeout) << outcomes[d].error;
     EXPECT_EQ(outcomes[d].error,
               str_cat("device ", d, " waited 1 s in rendezvous 'late'; devices that never arrived: [", missing, "]"));
-    EXPECT_TRUE(outcomes[d].warnings == std::vector<std::string>{str_cat(
-                    "ordo: device ", d, " has waited 0.05 s in rendezvous 'late'; missing devices: [", missing, "]")})
-        << "device " << d;
+    // One warning, naming the missing device last. Others may still have
+    // been on their way 0.05 s in (eight threads on a loaded machine).
+    EXPECT_EQ(outcomes[d].warnings.size(), 1u) << "device " << d;
+    if (outcomes[d].warnings.size() != 1) continue;
+    EXPECT_TRUE(std::regex_match(outcomes[d].warnings[0],
+                                 std::regex(str_cat("ordo: device ", d, " has waited 0\\.05 s in rendezvous 'late'; ",
+                                                    "missing devices: \\[([0-9]+, )*", missing, "\\]"))))
+        << outcomes[d].warnings[0];
   }
   // The round can no longer complete: the late device, once its peers
   // gave up, fails at once.
