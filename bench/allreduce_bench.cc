@@ -2,7 +2,7 @@
 // cached and run as a graph — against Open MPI's MPI_Allreduce with 2
 // processes (results read from the file given as argv[1], produced by
 // bench/mpi_allreduce.c in the same run; see scripts/bench-allreduce.sh)
-// and this machine's single-thread memcpy bandwidth.
+// and this machine's single-thread memcpy bandwidth and cross-core latency.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,12 +11,14 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cross_core_latency.h"
 #include "ordo/ordo.h"
 
 namespace {
@@ -130,14 +132,19 @@ std::string size_name(int64_t bytes) {
 
 int main(int argc, char** argv) {
   const std::map<std::string, double> mpi = argc > 1 ? read_mpi_results(argv[1]) : std::map<std::string, double>{};
+  const std::optional<double> one_way_ns = ordo_bench::cross_core_one_way_ns();  // before the workers start
   ordo::init(kDevices);
   // The better of small and huge pages: ordo's large buffers are on huge
   // pages, so the reference may be too.
   const double memcpy_bw = std::max(memcpy_bytes_per_second(false), memcpy_bytes_per_second(true));
   std::printf("all_reduce float32 sum, %d devices; bus bandwidth = algbw x 2(n-1)/n; medians of %d runs\n",
               kDevices, kReps);
-  std::printf("single-thread memcpy bandwidth: %.2f GB/s (the better of 4 KiB and 2 MiB pages)\n\n",
-              memcpy_bw / 1e9);
+  std::printf("single-thread memcpy bandwidth: %.2f GB/s (the better of 4 KiB and 2 MiB pages)\n", memcpy_bw / 1e9);
+  if (one_way_ns) {
+    std::printf("cross-core latency: %.0f ns one way (two pinned threads; the 1 KiB figures follow it)\n",
+                *one_way_ns);
+  }
+  std::printf("\n");
   std::printf("%8s  %12s  %12s  %9s  %11s  %s\n", "size", "ordo GB/s", "MPI GB/s", "vs MPI", "vs memcpy",
               "targets (>= 4 MiB: 1.5x MPI, 50% memcpy)");
   const double bus_factor = 2.0 * (kDevices - 1) / kDevices;

@@ -24,6 +24,9 @@
 // (MPI's own 1 KiB time moves between 0.6 and 1.5 us from one invocation
 // to the next on the 2-core VM). At the graph level it also prints the
 // part of ordo's time spent tracing ("latency_1k_trace", per all_reduce).
+//
+//   build/ordo_bench_mpi machine    (no mpirun) prints "cross_core_one_way_ns
+//   N": the machine's state that the 1 KiB figures follow.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "cross_core_latency.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi/host_rings.h"
 #include "comm/mpi/message_header.h"
@@ -312,8 +316,15 @@ int run_graph(const std::vector<int64_t>& sizes) {
 
 int main(int argc, char** argv) {
   const std::string level = argc > 1 ? argv[1] : "";
+  if (level == "machine") {
+    if (const std::optional<double> ns = ordo_bench::cross_core_one_way_ns()) {
+      std::printf("cross_core_one_way_ns %.1f\n", *ns);
+    }
+    return 0;
+  }
   if (level != "comm" && level != "graph") {
-    std::fprintf(stderr, "usage: %s comm|graph <bytes>...  (under scripts/mpirun.sh)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s comm|graph <bytes>...  (under scripts/mpirun.sh), or %s machine\n", argv[0],
+                 argv[0]);
     return 2;
   }
   std::vector<int64_t> sizes;

@@ -19,6 +19,9 @@
 #   both sides with --mca btl tcp,self: bus bandwidth (target >= 0.9x MPI).
 #   Needs root; skipped with a message otherwise.
 #
+# The table's first line is the machine's cross-core latency before and
+# after the cases (ordo_bench_mpi machine): the 1 KiB figures follow it.
+#
 # ORDO_BENCH_MPI=<program> measures another build's ordo_bench_mpi (to
 # compare two builds, each against MPI in its own invocation).
 #
@@ -108,6 +111,9 @@ EOF
               --mca oob_tcp_if_include $net.0/24)
 }
 
+# The machine's cross-core latency, before and after: the 1 KiB figures
+# follow it, and on a shared VM it moves between hours.
+run machine "$PWD/build/ordo_bench_mpi" machine
 for c in "${cases[@]}"; do
   case $c in
     2x1)
@@ -137,6 +143,7 @@ for c in "${cases[@]}"; do
     *) echo "bench-mpi: unknown case '$c' (2x1, 2x2 or tcp)" >&2; exit 2 ;;
   esac
 done
+run machine "$PWD/build/ordo_bench_mpi" machine
 
 /usr/bin/python3 - "$results" "$rounds" "${cases[@]}" <<'PY'
 import os, statistics, sys
@@ -230,6 +237,11 @@ def compare(label, ordo_name, mpi_name, world, bw_target, latency_target=None):
                     f"{statistics.median(m):>9.2f} us   {statistics.median(ratios):>6.2f}x  (no target: the header's "
                     f"trip through the shared-memory rings, no checks; per round {spread(ratios)}x)")
 
+one_way = rounds_of("machine").get("cross_core_one_way_ns")
+if one_way:
+    when = ["before", "after"] if len(one_way) == 2 else ["measured"] * len(one_way)
+    print("cross-core latency (two pinned threads, one way): "
+          + ", ".join(f"{v:.0f} ns {w}" for v, w in zip(one_way, when)))
 print(header)
 for c in cases:
     if c == "2x1":
