@@ -29,7 +29,8 @@
 //   read it after seeing every arrival (acquire) and before they mark
 //   themselves done (release). Unchanged words are not rewritten, so in the
 //   steady state peers read them from their own caches. A member's arrival
-//   time in Slot::arrivals follows the same rules.
+//   time in Slot::arrivals is written and read as its seat is (rewritten
+//   at every collective, though: it changes every time).
 // - mu guards Slot::failure (written before the failed bit is set, read
 //   after it is seen) and pending_; pending_count_ mirrors pending_.size()
 //   so that the fast path checks it without the lock. A join recorded in
