@@ -44,6 +44,28 @@ TEST(CommReductionTest, CombinesRanksInRankOrder) {
   EXPECT_EQ(reduced(ranks, ReduceType::kSum, 0.5)[0], static_cast<float>(((1e8f + 1.0f) + -1e8f) * 0.5));
 }
 
+// A scale that a float holds multiplies float32 in float: the bits must be
+// those of the product in double rounded to float, for every kind of value.
+TEST(CommReductionTest, AFloatScaleGivesTheBitsOfTheProductInDouble) {
+  std::vector<float> values{0.0f, -0.0f, 1.0f, -3.5f, 1e-45f, -1.2e-38f, 1.1754942e-38f, 3.4028235e38f,
+                            -3.3e38f, 7.1e-39f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::bit_cast<float>(0x7fc12345u),
+                            std::bit_cast<float>(0xff812345u) /* signalling */};
+  uint32_t state = 12345;
+  for (int i = 0; i < 4000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    values.push_back(std::bit_cast<float>(state));  // every exponent, subnormals and NaNs among them
+  }
+  for (double scale : {0.5, 0.25, -2.0, 3.0, 0.75, static_cast<double>(0.1f), 0x1p-140, 0x1p100, 1e-30, 0.1, 1.0 / 3}) {
+    const std::vector<float> out = reduced<float>({values}, ReduceType::kSum, scale);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float expected = static_cast<float>(static_cast<double>(values[i]) * scale);
+      ASSERT_EQ(bits(out[i]), bits(expected)) << "value " << values[i] << " (bits " << std::hex << bits(values[i])
+                                              << ") scale " << scale;
+    }
+  }
+}
+
 TEST(CommReductionTest, IntegersWrapAndScaledIntegersSaturate) {
   constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
   const std::vector<std::vector<int32_t>> ranks{{kMax, 3}, {1, 4}};

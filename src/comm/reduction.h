@@ -99,6 +99,17 @@ template <typename T>
 [[gnu::always_inline]] inline void apply_scale(T* dst, int64_t n, double scale) {
   if constexpr (!std::is_same_v<T, bool>) {
     if (scale == 1.0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      // A scale that a float holds (0.5, 0.25, 2, ...) multiplies in float,
+      // at twice the width and without conversions: the product of two
+      // floats is exact in double, so scaled_value rounds it once, to
+      // float, as float's own multiplication does. The same bits.
+      const auto narrow = static_cast<float>(scale);
+      if (static_cast<double>(narrow) == scale) {
+        for (int64_t i = 0; i < n; ++i) dst[i] *= narrow;
+        return;
+      }
+    }
     for (int64_t i = 0; i < n; ++i) dst[i] = scaled_value(dst[i], scale);
   }
 }
