@@ -242,6 +242,10 @@ if one_way:
     when = ["before", "after"] if len(one_way) == 2 else ["measured"] * len(one_way)
     print("cross-core latency (two pinned threads, one way): "
           + ", ".join(f"{v:.0f} ns {w}" for v, w in zip(one_way, when)))
+    # The VM's two states differ about 6x (BENCHMARKS.md #13); a run that
+    # starts in one and ends in the other pairs figures of both.
+    if len(one_way) == 2 and max(one_way) > 1.5 * min(one_way):
+        print("  the machine changed state during the run: the figures below mix two states; run again")
 print(header)
 for c in cases:
     if c == "2x1":
