@@ -20,6 +20,7 @@
 #include "ordo/log.h"
 #include "ordo/metrics.h"
 #include "ordo/nn_ops.h"
+#include "ordo/random.h"
 #include "ordo/runtime.h"
 #include "ordo/tensor.h"
 #include "ordo/trace.h"

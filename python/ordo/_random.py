@@ -12,7 +12,6 @@ do not depend on what other devices or threads draw.
 """
 
 import numbers
-import threading
 
 import numpy as np
 
@@ -20,18 +19,6 @@ from . import _C
 from ._devices import _ordinal
 
 _MASK = (1 << 64) - 1
-_DEFAULT_SEED = 0
-
-# Locking: _lock guards _states (global ordinal -> [seed, draws taken, initializations taken]).
-_lock = threading.Lock()
-_states = {}
-
-
-def _mix(z):
-    """splitmix64's finalizer: every bit of z moves every bit of the result."""
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK
-    return z ^ (z >> 31)
 
 
 def _checked_seed(seed):
@@ -47,19 +34,17 @@ def manual_seed(seed, device=None):
     """Seeds the generator of `device` (default: the calling thread's, as
     torch_xla's set_rng_state): its draws start over. In SPMD code each
     device's function seeds its own device."""
-    seed = _checked_seed(seed)
-    ordinal = _C.get_ordinal(_ordinal(device))
-    with _lock:
-        _states[ordinal] = [seed, 0, 0]
+    _C.manual_seed(_checked_seed(seed), _ordinal(device))
 
 
 def manual_seed_all(seed):
     """Seeds the generator of every device of this process."""
-    seed = _checked_seed(seed)
-    ordinals = [_C.get_ordinal(d) for d in range(_C.num_devices())]
-    with _lock:
-        for ordinal in ordinals:
-            _states[ordinal] = [seed, 0, 0]
+    _C.manual_seed_all(_checked_seed(seed))
+
+
+def initial_seed(device=None):
+    """The seed `device`'s generator was last given (torch_xla's get_rng_state)."""
+    return _C.manual_seed_of(_ordinal(device))
 
 
 def next_init_seed(device=None):
@@ -67,23 +52,10 @@ def next_init_seed(device=None):
     layers), as a Python int: it derives from the device's manual seed and
     the initializations since, not from its ordinal, so that every device
     seeded alike builds a model with the same weights, as torch does."""
-    ordinal = _C.get_ordinal(_ordinal(device))
-    with _lock:
-        state = _states.setdefault(ordinal, [_DEFAULT_SEED, 0, 0])
-        seed, _, draw = state
-        state[2] += 1
-    return _mix((_mix(seed) + (draw + 1) * 0xD1B54A32D192ED03) & _MASK)
+    return _C.next_init_seed(_ordinal(device))
 
 
 def next_seed(device=None):
     """The next seed of `device`'s generator (default: the calling thread's
     device), as a 0-d int64 tensor on that device."""
-    index = _ordinal(device)
-    ordinal = _C.get_ordinal(index)
-    with _lock:
-        state = _states.setdefault(ordinal, [_DEFAULT_SEED, 0, 0])
-        seed, draw, _ = state
-        state[1] += 1
-    value = _mix((_mix((_mix(seed) + ordinal * 0x9E3779B97F4A7C15) & _MASK) + draw * 0xD1B54A32D192ED03) & _MASK)
-    signed = value - (1 << 64) if value >= 1 << 63 else value
-    return _C.from_numpy(np.array(signed, dtype=np.int64), index)
+    return _C.next_seed(_ordinal(device))

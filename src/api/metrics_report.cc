@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/metrics.h"
+#include "core/named_counters.h"
 #include "ordo/metrics.h"
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"
@@ -103,13 +104,17 @@ std::vector<std::string> counter_names() {
     const auto counter = static_cast<metrics::Counter>(i);
     if (metrics::counter_total(counter).value != 0) names.emplace_back(metrics::name(counter));
   }
+  for (auto& [name, value] : metrics::named_counters()) names.push_back(std::move(name));
   return names;
 }
 
 std::optional<int64_t> counter_value(std::string_view name, int device) {
   const std::optional<metrics::Counter> counter = find<metrics::Counter, metrics::kCounterCount>(name);
-  if (!counter) return std::nullopt;
-  return metrics::counter_total(*counter, checked_device(device)).value;
+  if (counter) return metrics::counter_total(*counter, checked_device(device)).value;
+  for (const auto& [named, value] : metrics::named_counters(checked_device(device))) {
+    if (named == name) return value;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> metric_names() {
@@ -145,6 +150,7 @@ std::string metrics_report(int device) {
     const int64_t value = metrics::counter_total(counter, device).value;
     if (value != 0) append_counter(out, metrics::name(counter), value);
   }
+  for (const auto& [name, value] : metrics::named_counters(device)) append_counter(out, name, value);
   // Who the peers waited for, device by device (global ordinals).
   for (int index = 0; device < 0 && index < rt.topology().local_devices(); ++index) {
     if (const int64_t value = metrics::counter_total(metrics::Counter::kCollectiveLastArrival, index).value) {
@@ -178,7 +184,10 @@ std::string metrics_report_of_every_process() {
   return out;
 }
 
-void clear_counters() { metrics::clear_counters(); }
+void clear_counters() {
+  metrics::clear_counters();
+  metrics::clear_named_counters();
+}
 void clear_metrics() { metrics::clear_metrics(); }
 void clear_all() {
   clear_counters();

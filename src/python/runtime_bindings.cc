@@ -57,6 +57,12 @@ void bind_runtime(py::module_& m) {
     const int index = device == -1 ? current_device() : device;
     wait_interruptibly(index, "mark_step(wait=True)", [index] { mark_step_and_wait(index); });
   }, py::arg("device") = -1);
+  m.def("manual_seed", [](uint64_t seed, int device) { manual_seed(seed, device); }, py::arg("seed"),
+        py::arg("device") = -1);
+  m.def("manual_seed_all", &manual_seed_all, py::arg("seed"));
+  m.def("manual_seed_of", &manual_seed_of, py::arg("device") = -1);
+  m.def("next_seed", [](int device) { return next_seed(device, kPythonCaller); }, py::arg("device") = -1);
+  m.def("next_init_seed", &next_init_seed, py::arg("device") = -1);
   m.def("drop_pending_graph", &drop_pending_graph, py::arg("device") = -1, WithoutGil());
   m.def("_clear_pending_irs", &clear_pending_irs, py::arg("device"));
   m.def("wait_device_ops", [](int device) {

@@ -6,7 +6,7 @@ import re
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 # Low to high; include/ordo/* (the public headers) is open to every layer.
-LAYERS = ["core", "device", "ir", "comm", "kernels", "runtime", "lazy", "autograd", "executor", "api", "python"]
+LAYERS = ["core", "device", "ir", "comm", "kernels", "runtime", "lazy", "autograd", "executor", "api", "python", "torch_device"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.MULTILINE)
 
 

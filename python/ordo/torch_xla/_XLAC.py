@@ -1,0 +1,44 @@
+"""torch_xla._XLAC: the handful of its C functions torch_xla programs reach
+into, over ordo."""
+
+import ordo
+from .. import _C
+from ._tensors import to_ordo
+
+
+def _xla_get_default_device():
+    return f"xla:{_C.current_device()}"
+
+
+def _xla_set_default_device(device):
+    _C.set_current_device(int(str(device).rsplit(":", 1)[-1]))
+
+
+def _xla_sync_multi(tensors, devices, wait=True, sync_xla_data=True):
+    del sync_xla_data
+    indices = sorted({to_ordo(t, "_xla_sync_multi").device for t in tensors})
+    for index in indices:
+        if wait:
+            _C.mark_step_and_wait(index)
+        else:
+            _C.mark_step(index)
+
+
+def _xla_step_marker(device, devices, wait=True):
+    del devices
+    index = int(str(device).rsplit(":", 1)[-1]) if device else _C.current_device()
+    (_C.mark_step_and_wait if wait else _C.mark_step)(index)
+
+
+def _xla_metrics_report():
+    return ordo.metrics_report()
+
+
+def _xla_get_replication_devices_count():
+    return _C.world_size()
+
+
+_get_all_reduce_token = _C._get_all_reduce_token
+_set_all_reduce_token = _C._set_all_reduce_token
+_get_cc_token = _C._get_cc_token
+_set_cc_token = _C._set_cc_token

@@ -1,0 +1,245 @@
+// Elementwise ops: torch's type promotion (at::result_type), then ordo's op
+// on operands of that dtype.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include "torch_device/bridge.h"
+#include "torch_device/dtypes.h"
+#include "torch_device/operands.h"
+
+namespace ordo::torch_device {
+namespace {
+
+using BinaryOp = ordo::Tensor (*)(const ordo::Tensor&, const ordo::Tensor&, ordo::Caller);
+
+struct Pair {
+  ordo::Tensor a, b;
+  DType dtype;
+};
+
+Pair promoted(const at::Tensor& self, const at::Tensor& other, const char* op) {
+  const int device = device_of({&self, &other}, op);
+  const DType dtype = dtype_of(at::result_type(self, other));
+  return {operand(self, dtype, device, op), operand(other, dtype, device, op), dtype};
+}
+
+Pair promoted(const at::Tensor& self, const at::Scalar& other, const char* op) {
+  const int device = device_of({&self}, op);
+  const DType dtype = dtype_of(at::result_type(self, other));
+  return {operand(self, dtype, device, op), constant(other, dtype, device), dtype};
+}
+
+DType floating(DType dtype) { return dtype == DType::kFloat64 ? dtype : DType::kFloat32; }
+
+template <BinaryOp kOp>
+at::Tensor binary(const at::Tensor& self, const at::Tensor& other) {
+  Pair p = promoted(self, other, "binary op");
+  return make_xla(kOp(p.a, p.b, ordo::Caller::current()));
+}
+
+template <BinaryOp kOp>
+at::Tensor binary_scalar(const at::Tensor& self, const at::Scalar& other) {
+  Pair p = promoted(self, other, "binary op");
+  return make_xla(kOp(p.a, p.b, ordo::Caller::current()));
+}
+
+ordo::Tensor scaled(const ordo::Tensor& value, const at::Scalar& alpha) {
+  if (alpha.equal(1)) return value;
+  return ordo::mul(value, constant(alpha, value.dtype(), value.device()));
+}
+
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  Pair p = promoted(self, other, "add");
+  return make_xla(ordo::add(p.a, scaled(p.b, alpha)));
+}
+at::Tensor add_scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  Pair p = promoted(self, other, "add");
+  return make_xla(ordo::add(p.a, scaled(p.b, alpha)));
+}
+at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  Pair p = promoted(self, other, "sub");
+  return make_xla(ordo::sub(p.a, scaled(p.b, alpha)));
+}
+at::Tensor sub_scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  Pair p = promoted(self, other, "sub");
+  return make_xla(ordo::sub(p.a, scaled(p.b, alpha)));
+}
+at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  Pair p = promoted(self, other, "rsub");
+  return make_xla(ordo::sub(p.b, scaled(p.a, alpha)));
+}
+at::Tensor rsub_scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  Pair p = promoted(self, other, "rsub");
+  return make_xla(ordo::sub(p.b, scaled(p.a, alpha)));
+}
+
+at::Tensor div(const at::Tensor& self, const at::Tensor& other) {
+  Pair p = promoted(self, other, "div");
+  const DType dtype = floating(p.dtype);
+  return make_xla(ordo::div(cast_to(p.a, dtype), cast_to(p.b, dtype)));
+}
+at::Tensor div_scalar(const at::Tensor& self, const at::Scalar& other) {
+  Pair p = promoted(self, other, "div");
+  const DType dtype = floating(p.dtype);
+  return make_xla(ordo::div(cast_to(p.a, dtype), cast_to(p.b, dtype)));
+}
+
+at::Tensor pow_scalar_exponent(const at::Tensor& self, const at::Scalar& exponent) {
+  Pair p = promoted(self, exponent, "pow");
+  if (exponent.equal(2)) return make_xla(ordo::mul(p.a, p.a));
+  if (exponent.equal(1)) return make_xla(p.a);
+  if (exponent.equal(0.5) && is_floating(p.dtype)) return make_xla(ordo::sqrt(p.a));
+  return make_xla(ordo::pow(p.a, p.b));
+}
+
+at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+  const int device = device_of({&condition, &self, &other}, "where");
+  const DType dtype = dtype_of(at::result_type(self, other));
+  return make_xla(ordo::where(operand(condition, DType::kBool, device, "where"), operand(self, dtype, device, "where"),
+                              operand(other, dtype, device, "where")));
+}
+
+using UnaryOp = ordo::Tensor (*)(const ordo::Tensor&, ordo::Caller);
+
+template <UnaryOp kOp>
+at::Tensor unary(const at::Tensor& self) {
+  return make_xla(kOp(value_of(self, "unary op"), ordo::Caller::current()));
+}
+
+// Ops whose integer inputs compute in the default float dtype, as torch's.
+template <UnaryOp kOp>
+at::Tensor unary_floating(const at::Tensor& self) {
+  const ordo::Tensor& x = value_of(self, "unary op");
+  return make_xla(kOp(cast_to(x, floating(x.dtype())), ordo::Caller::current()));
+}
+
+at::Tensor reciprocal(const at::Tensor& self) {
+  const ordo::Tensor& x = value_of(self, "reciprocal");
+  ordo::Tensor xf = cast_to(x, floating(x.dtype()));
+  return make_xla(ordo::div(ordo::full({}, 1.0, xf.dtype(), xf.device()), xf));
+}
+
+at::Tensor logical_not(const at::Tensor& self) {
+  return make_xla(ordo::logical_not(cast_to(value_of(self, "logical_not"), DType::kBool)));
+}
+
+template <BinaryOp kOp>
+at::Tensor logical(const at::Tensor& self, const at::Tensor& other) {
+  const int device = device_of({&self, &other}, "logical op");
+  return make_xla(kOp(operand(self, DType::kBool, device, "logical op"),
+                      operand(other, DType::kBool, device, "logical op"), ordo::Caller::current()));
+}
+
+at::Tensor clamp(const at::Tensor& self, const c10::optional<at::Scalar>& min, const c10::optional<at::Scalar>& max) {
+  const ordo::Tensor& x = value_of(self, "clamp");
+  std::optional<ordo::Scalar> lo, hi;
+  if (min.has_value()) lo = scalar_of(*min);
+  if (max.has_value()) hi = scalar_of(*max);
+  return make_xla(ordo::clamp(x, lo, hi));
+}
+
+at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& threshold) {
+  Pair p = promoted(grad_output, self, "threshold_backward");
+  ordo::Tensor keep = ordo::gt(p.b, constant(threshold, p.dtype, p.b.device()));
+  return make_xla(ordo::where(keep, p.a, ordo::zeros({}, p.dtype, p.a.device())));
+}
+
+// d tanh = g * (1 - y^2), d sigmoid = g * y * (1 - y), from the output y.
+at::Tensor tanh_backward(const at::Tensor& grad_output, const at::Tensor& output) {
+  Pair p = promoted(grad_output, output, "tanh_backward");
+  ordo::Tensor one = ordo::ones({}, p.dtype, p.a.device());
+  return make_xla(ordo::mul(p.a, ordo::sub(one, ordo::mul(p.b, p.b))));
+}
+at::Tensor sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& output) {
+  Pair p = promoted(grad_output, output, "sigmoid_backward");
+  ordo::Tensor one = ordo::ones({}, p.dtype, p.a.device());
+  return make_xla(ordo::mul(p.a, ordo::mul(p.b, ordo::sub(one, p.b))));
+}
+
+// self + value * t1 * t2 and self + value * t1 / t2: Adam's updates.
+at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  const int device = device_of({&self, &t1, &t2}, "addcmul");
+  const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
+  ordo::Tensor product = ordo::mul(operand(t1, dtype, device, "addcmul"), operand(t2, dtype, device, "addcmul"));
+  return make_xla(ordo::add(operand(self, dtype, device, "addcmul"), scaled(product, value)));
+}
+at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  const int device = device_of({&self, &t1, &t2}, "addcdiv");
+  const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
+  ordo::Tensor quotient = ordo::div(operand(t1, dtype, device, "addcdiv"), operand(t2, dtype, device, "addcdiv"));
+  return make_xla(ordo::add(operand(self, dtype, device, "addcdiv"), scaled(quotient, value)));
+}
+// self + weight * (end - self)
+at::Tensor lerp(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  Pair p = promoted(self, end, "lerp");
+  return make_xla(ordo::add(p.a, scaled(ordo::sub(p.b, p.a), weight)));
+}
+at::Tensor masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  const ordo::Tensor& x = value_of(self, "masked_fill");
+  return make_xla(ordo::where(operand(mask, DType::kBool, x.device(), "masked_fill"),
+                              constant(value, x.dtype(), x.device()), x));
+}
+at::Tensor sign(const at::Tensor& self) {
+  const ordo::Tensor& x = value_of(self, "sign");
+  ordo::Tensor zero = ordo::zeros({}, x.dtype(), x.device());
+  return make_xla(ordo::sub(ordo::cast(ordo::gt(x, zero), x.dtype()), ordo::cast(ordo::lt(x, zero), x.dtype())));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, XLA, m) {
+  m.impl("add.Tensor", TORCH_FN(add));
+  m.impl("add.Scalar", TORCH_FN(add_scalar));
+  m.impl("sub.Tensor", TORCH_FN(sub));
+  m.impl("sub.Scalar", TORCH_FN(sub_scalar));
+  m.impl("rsub.Tensor", TORCH_FN(rsub));
+  m.impl("rsub.Scalar", TORCH_FN(rsub_scalar));
+  m.impl("mul.Tensor", TORCH_FN(binary<ordo::mul>));
+  m.impl("mul.Scalar", TORCH_FN(binary_scalar<ordo::mul>));
+  m.impl("div.Tensor", TORCH_FN(div));
+  m.impl("div.Scalar", TORCH_FN(div_scalar));
+  m.impl("pow.Tensor_Tensor", TORCH_FN(binary<ordo::pow>));
+  m.impl("pow.Tensor_Scalar", TORCH_FN(pow_scalar_exponent));
+  m.impl("maximum", TORCH_FN(binary<ordo::maximum>));
+  m.impl("minimum", TORCH_FN(binary<ordo::minimum>));
+  m.impl("eq.Tensor", TORCH_FN(binary<ordo::eq>));
+  m.impl("eq.Scalar", TORCH_FN(binary_scalar<ordo::eq>));
+  m.impl("ne.Tensor", TORCH_FN(binary<ordo::ne>));
+  m.impl("ne.Scalar", TORCH_FN(binary_scalar<ordo::ne>));
+  m.impl("lt.Tensor", TORCH_FN(binary<ordo::lt>));
+  m.impl("lt.Scalar", TORCH_FN(binary_scalar<ordo::lt>));
+  m.impl("le.Tensor", TORCH_FN(binary<ordo::le>));
+  m.impl("le.Scalar", TORCH_FN(binary_scalar<ordo::le>));
+  m.impl("gt.Tensor", TORCH_FN(binary<ordo::gt>));
+  m.impl("gt.Scalar", TORCH_FN(binary_scalar<ordo::gt>));
+  m.impl("ge.Tensor", TORCH_FN(binary<ordo::ge>));
+  m.impl("ge.Scalar", TORCH_FN(binary_scalar<ordo::ge>));
+  m.impl("logical_and", TORCH_FN(logical<ordo::logical_and>));
+  m.impl("logical_or", TORCH_FN(logical<ordo::logical_or>));
+  m.impl("logical_not", TORCH_FN(logical_not));
+  m.impl("where.self", TORCH_FN(where));
+  m.impl("neg", TORCH_FN(unary<ordo::neg>));
+  m.impl("abs", TORCH_FN(unary<ordo::abs>));
+  m.impl("relu", TORCH_FN(unary<ordo::relu>));
+  m.impl("exp", TORCH_FN(unary_floating<ordo::exp>));
+  m.impl("log", TORCH_FN(unary_floating<ordo::log>));
+  m.impl("sqrt", TORCH_FN(unary_floating<ordo::sqrt>));
+  m.impl("rsqrt", TORCH_FN(unary_floating<ordo::rsqrt>));
+  m.impl("tanh", TORCH_FN(unary_floating<ordo::tanh>));
+  m.impl("sigmoid", TORCH_FN(unary_floating<ordo::sigmoid>));
+  m.impl("erf", TORCH_FN(unary_floating<ordo::erf>));
+  m.impl("reciprocal", TORCH_FN(reciprocal));
+  m.impl("clamp", TORCH_FN(clamp));
+  m.impl("threshold_backward", TORCH_FN(threshold_backward));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward));
+  m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));
+  m.impl("addcmul", TORCH_FN(addcmul));
+  m.impl("addcdiv", TORCH_FN(addcdiv));
+  m.impl("lerp.Scalar", TORCH_FN(lerp));
+  m.impl("masked_fill.Scalar", TORCH_FN(masked_fill));
+  m.impl("sign", TORCH_FN(sign));
+}
+
+}  // namespace ordo::torch_device

@@ -1,0 +1,71 @@
+#include "torch_device/bridge.h"
+
+#include <ATen/FunctionalTensorWrapper.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include "torch_device/dtypes.h"
+#include "torch_device/xla_tensor_impl.h"
+
+namespace ordo::torch_device {
+
+namespace {
+
+XlaTensorImpl* impl_of(const at::Tensor& tensor) {
+  if (!tensor.defined()) return nullptr;
+  c10::TensorImpl* impl = tensor.unsafeGetTensorImpl();
+  if (at::functionalization::impl::isFunctionalTensor(tensor)) {
+    at::functionalization::impl::sync(tensor);
+    impl = at::functionalization::impl::unsafeGetFunctionalWrapper(tensor)->value().unsafeGetTensorImpl();
+  }
+  return dynamic_cast<XlaTensorImpl*>(impl);
+}
+
+}  // namespace
+
+bool is_xla(const at::Tensor& tensor) { return tensor.defined() && tensor.device().type() == c10::DeviceType::XLA; }
+
+const ordo::Tensor& value_of(const at::Tensor& tensor, const char* op) {
+  XlaTensorImpl* impl = impl_of(tensor);
+  TORCH_CHECK_TYPE(impl != nullptr, op, ": expected a tensor on the xla device, got ",
+                   tensor.defined() ? c10::str(tensor.device()) : std::string("an undefined tensor"));
+  return impl->value();
+}
+
+at::Tensor make_xla(ordo::Tensor value) {
+  return at::Tensor(c10::make_intrusive<XlaTensorImpl>(std::move(value)));
+}
+
+at::Tensor wrap(ordo::Tensor value) {
+  at::Tensor plain = make_xla(std::move(value));
+  if (c10::impl::tls_local_dispatch_key_set().excluded_.has(c10::DispatchKey::Functionalize)) return plain;
+  return at::functionalization::impl::to_functional_tensor(plain);
+}
+
+void set_value_of(const at::Tensor& tensor, ordo::Tensor value) {
+  if (at::functionalization::impl::isFunctionalTensor(tensor)) {
+    at::functionalization::impl::replace_(tensor, make_xla(std::move(value)));
+    at::functionalization::impl::commit_update(tensor);
+    return;
+  }
+  auto* impl = dynamic_cast<XlaTensorImpl*>(tensor.unsafeGetTensorImpl());
+  TORCH_CHECK_TYPE(impl != nullptr, "expected a tensor on the xla device, got ", tensor.device());
+  impl->set_value(std::move(value));
+}
+
+ordo::Tensor upload(const at::Tensor& cpu, int device) {
+  at::Tensor dense = cpu.contiguous();
+  const DType dtype = dtype_of(dense.scalar_type());
+  Shape shape(dense.sizes().begin(), dense.sizes().end());
+  return ordo::from_host(dense.data_ptr(), dtype, shape, device);
+}
+
+at::Tensor download(const ordo::Tensor& value) {
+  const Shape& shape = value.shape();
+  at::Tensor out = at::empty(c10::IntArrayRef(shape.data(), shape.size()),
+                             at::TensorOptions().dtype(scalar_type_of(value.dtype())));
+  value.copy_to_host(out.data_ptr(), out.nbytes());
+  return out;
+}
+
+}  // namespace ordo::torch_device

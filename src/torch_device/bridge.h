@@ -1,0 +1,34 @@
+// Between PyTorch's tensors on the xla device and ordo's lazy tensors.
+//
+// A user's xla tensor is a FunctionalTensorWrapper around an XlaTensorImpl;
+// a kernel below functionalization sees the XlaTensorImpl alone. value_of
+// takes either; a kernel returns make_xla(value), and the few kernels that
+// no functional tensor reaches (factories, uploads) return wrap(value).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "ordo/tensor.h"
+
+namespace ordo::torch_device {
+
+bool is_xla(const at::Tensor& tensor);
+// The lazy value of an xla tensor (wrapped or not); c10::TypeError
+// otherwise, naming the op.
+const ordo::Tensor& value_of(const at::Tensor& tensor, const char* op = "this op");
+// A plain xla tensor over value.
+at::Tensor make_xla(ordo::Tensor value);
+// What a user holds: make_xla, wrapped for functionalization unless the
+// caller runs with functionalization excluded (inside a functionalized op
+// functionalization wraps the outputs itself).
+at::Tensor wrap(ordo::Tensor value);
+// Sets the value behind a plain or wrapped xla tensor (in place: the
+// fallback's mutated arguments, collectives on a list).
+void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
+
+// A CPU tensor's contents as a lazy value on the device (a device-data leaf).
+ordo::Tensor upload(const at::Tensor& cpu, int device);
+// The value read back as a dense CPU tensor of its dtype.
+at::Tensor download(const ordo::Tensor& value);
+
+}  // namespace ordo::torch_device

@@ -1,0 +1,25 @@
+// What PyTorch and ordo call dtypes and devices, and the one error for a
+// dtype the xla device cannot hold.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <c10/core/ScalarTypeToTypeMeta.h>
+#include <c10/util/typeid.h>
+
+#include "ordo/dtype.h"
+
+namespace ordo::torch_device {
+
+c10::ScalarType scalar_type_of(DType dtype);
+caffe2::TypeMeta type_meta_of(DType dtype);
+// Raises c10::TypeError (Python TypeError) for a dtype ordo has not.
+DType dtype_of(c10::ScalarType type);
+bool holds(c10::ScalarType type);
+
+// xla:N is this process's device N (ordo's device index in its process).
+c10::Device xla_device_of(int device);
+// An xla device without an index is the calling thread's current device.
+int device_index_of(c10::Device device);
+
+}  // namespace ordo::torch_device

@@ -1,0 +1,38 @@
+// ordo._torch: ordo under PyTorch's xla device. Importing it registers the
+// device's kernels (aten_*.cc), its fallback and its device guard; these
+// functions carry tensors between torch and ordo's Python API (the
+// torch_xla front end, python/ordo/torch_xla, is written over ordo's).
+// Import ordo._C first: ordo.Tensor is its type.
+#include <torch/csrc/utils/pybind.h>
+
+#include "torch_device/bridge.h"
+#include "torch_device/dtypes.h"
+
+namespace ordo::torch_device {
+namespace {
+
+namespace py = pybind11;
+
+at::Tensor xla_tensor_of(const ordo::Tensor& value) { return wrap(value); }
+
+int index_of(const c10::Device& device) { return device_index_of(device); }
+
+}  // namespace
+
+PYBIND11_MODULE(_torch, m) {
+  m.doc() = "ordo as the runtime of PyTorch's xla device";
+  // The value behind an xla tensor, as an ordo.Tensor (no copy: one lazy value).
+  m.def("to_ordo", [](const at::Tensor& tensor) { return value_of(tensor, "to_ordo"); });
+  // An ordo.Tensor as a torch tensor on its xla device (no copy).
+  m.def("from_ordo", &xla_tensor_of);
+  // Rebinds an xla tensor to another value of its shape (in-place collectives).
+  m.def("set_value", [](const at::Tensor& tensor, const ordo::Tensor& value) {
+    TORCH_CHECK_VALUE(value.shape() == value_of(tensor, "set_value").shape(), "set_value: shapes differ: ",
+                      tensor.sizes(), " and the value's");
+    set_value_of(tensor, value);
+  });
+  m.def("is_xla", &is_xla);
+  m.def("device_index", &index_of);
+}
+
+}  // namespace ordo::torch_device

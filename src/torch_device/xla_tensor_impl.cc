@@ -1,0 +1,71 @@
+#include "torch_device/xla_tensor_impl.h"
+
+#include <utility>
+
+#include "torch_device/dtypes.h"
+
+namespace ordo::torch_device {
+
+namespace {
+
+c10::DispatchKeySet xla_keys() {
+  // The backend key; TensorImpl adds AutogradXLA and ADInplaceOrView.
+  return c10::DispatchKeySet(c10::DispatchKey::XLA);
+}
+
+}  // namespace
+
+XlaTensorImpl::XlaTensorImpl(ordo::Tensor value)
+    : c10::TensorImpl(xla_keys(), type_meta_of(value.dtype()), xla_device_of(value.device())),
+      value_(std::move(value)) {
+  // No storage to hand out: data_ptr() and storage() raise instead of
+  // giving PyTorch a pointer it would write through.
+  set_storage_access_should_throw();
+  refresh_metadata();
+}
+
+void XlaTensorImpl::set_value(ordo::Tensor value) {
+  value_ = std::move(value);
+  data_type_ = type_meta_of(value_.dtype());
+  refresh_metadata();
+}
+
+void XlaTensorImpl::refresh_metadata() {
+  const Shape& shape = value_.shape();
+  sizes_and_strides_.set_sizes(c10::IntArrayRef(shape.data(), shape.size()));
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    sizes_and_strides_.stride_at_unchecked(d) = stride;
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  storage_offset_ = 0;
+  refresh_numel();
+  refresh_contiguous();
+}
+
+template <typename Version>
+c10::intrusive_ptr<c10::TensorImpl> XlaTensorImpl::detached_copy(Version&& version,
+                                                                  bool allow_metadata_change) const {
+  auto copy = c10::make_intrusive<XlaTensorImpl>(value_);
+  copy_tensor_metadata(this, copy.get(), std::forward<Version>(version), allow_metadata_change);
+  return copy;
+}
+
+c10::intrusive_ptr<c10::TensorImpl> XlaTensorImpl::shallow_copy_and_detach(
+    const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const {
+  return detached_copy(version_counter, allow_tensor_metadata_change);
+}
+
+c10::intrusive_ptr<c10::TensorImpl> XlaTensorImpl::shallow_copy_and_detach(
+    c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const {
+  return detached_copy(std::move(version_counter), allow_tensor_metadata_change);
+}
+
+void XlaTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) {
+  auto* source = dynamic_cast<XlaTensorImpl*>(impl.get());
+  TORCH_CHECK(source != nullptr, "an xla tensor's data can only be set to another xla tensor's");
+  copy_tensor_metadata(source, this, version_counter(), allow_tensor_metadata_change());
+  set_value(source->value_);
+}
+
+}  // namespace ordo::torch_device

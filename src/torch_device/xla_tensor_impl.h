@@ -1,0 +1,40 @@
+// The TensorImpl of PyTorch's `xla` device: an ordo::Tensor (a lazy value
+// on one of this process's devices) seen by PyTorch as a dense, contiguous
+// tensor without storage. Users hold it inside a FunctionalTensorWrapper
+// (bridge.h): PyTorch's functionalization turns views and in-place ops into
+// the functional ops the kernels here lower, so this impl never aliases.
+//
+//   at::Tensor t = wrap(ordo::ones({2, 3}));   // xla:0, float32, sizes [2, 3]
+//   const ordo::Tensor& v = value_of(t);       // the lazy value behind it
+#pragma once
+
+#include <c10/core/TensorImpl.h>
+
+#include "ordo/tensor.h"
+
+namespace ordo::torch_device {
+
+class XlaTensorImpl final : public c10::TensorImpl {
+ public:
+  explicit XlaTensorImpl(ordo::Tensor value);
+
+  const ordo::Tensor& value() const { return value_; }
+  // Rebinds the impl to a new value (an in-place op, a copy_ into it); its
+  // sizes and dtype follow.
+  void set_value(ordo::Tensor value);
+
+  c10::intrusive_ptr<c10::TensorImpl> shallow_copy_and_detach(
+      const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const override;
+  c10::intrusive_ptr<c10::TensorImpl> shallow_copy_and_detach(
+      c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const override;
+  void shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) override;
+
+ private:
+  void refresh_metadata();
+  template <typename Version>
+  c10::intrusive_ptr<c10::TensorImpl> detached_copy(Version&& version, bool allow_metadata_change) const;
+
+  ordo::Tensor value_;
+};
+
+}  // namespace ordo::torch_device

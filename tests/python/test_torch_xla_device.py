@@ -1,0 +1,112 @@
+"""PyTorch's xla device run by ordo (ordo.torch_xla): tensors, ops, views,
+in-place ops, fallbacks and errors, against torch on the CPU."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+xla = pytest.importorskip("ordo.torch_xla")
+
+import ordo  # noqa: E402
+import ordo.torch_xla.core.xla_model as xm  # noqa: E402
+import ordo.torch_xla.debug.metrics as met  # noqa: E402
+
+
+def test_the_device_is_a_torch_device_of_type_xla():
+    device = xm.xla_device()
+    assert isinstance(device, torch.device) and device.type == "xla" and device.index == 0
+    t = torch.ones(2, 3, device=device)
+    assert t.device.type == "xla" and t.shape == (2, 3) and t.dtype == torch.float32
+    assert xm.xla_device_hw(device) == "CPU"
+    assert t.cpu().tolist() == [[1.0] * 3] * 2
+
+
+def test_elementwise_reductions_and_products_match_the_cpu():
+    torch.manual_seed(0)
+    a, b = torch.randn(5, 7), torch.randn(7, 3)
+    d = xm.xla_device()
+    xa, xb = a.to(d), b.to(d)
+    cases = [
+        (lambda x, y: (x * 2 + 1).relu().sum(dim=1), (a, b)),
+        (lambda x, y: x @ y, (a, b)),
+        (lambda x, y: torch.log_softmax(x, dim=1), (a, b)),
+        (lambda x, y: x.max(dim=0).values - x.mean(), (a, b)),
+        (lambda x, y: torch.where(x > 0, x, -x).pow(2).sqrt(), (a, b)),
+        (lambda x, y: x.t().contiguous().view(-1)[:10], (a, b)),
+        (lambda x, y: torch.cat([x, x[:2]], dim=0).exp(), (a, b)),
+    ]
+    for fn, _ in cases:
+        expected = fn(a, b)
+        got = fn(xa, xb)
+        assert got.device.type == "xla"
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():
+    d = xm.xla_device()
+    base_cpu = torch.arange(12.0).reshape(3, 4)
+    base = base_cpu.to(d)
+    for t in (base_cpu, base):
+        v = t.view(-1)
+        v[1] = 100.0          # through a view
+        t[:, 0] = 5           # a select, then fill_
+        t.t()[2].add_(1)      # a transposed view's row is the base's column
+        t.mul_(2)
+        col = t[:, 3]
+        col.sub_(1)
+    torch.testing.assert_close(base.cpu(), base_cpu)
+    p = torch.ones(3, device=d)
+    g = torch.full((3,), 2.0, device=d)
+    p.add_(g, alpha=-0.5)
+    assert p.cpu().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_an_op_ordo_does_not_lower_falls_back_and_is_counted():
+    met.clear_counters()
+    x = torch.arange(6.0)
+    got = torch.cumsum(x.to(xm.xla_device()), dim=0)
+    assert got.device.type == "xla"
+    assert got.cpu().tolist() == torch.cumsum(x, 0).tolist()
+    assert met.counter_value("aten::cumsum") >= 1
+    assert "aten::cumsum" in met.counter_names()
+    assert "Counter: aten::cumsum" in met.metrics_report()
+
+
+def test_bad_input_gets_a_clear_error():
+    d = xm.xla_device()
+    with pytest.raises(TypeError, match="cannot hold"):
+        torch.ones(2, dtype=torch.complex64).to(d)
+    with pytest.raises(ValueError, match="xla device"):
+        xm.all_reduce(xm.REDUCE_SUM, torch.ones(2))
+    if ordo._C.num_devices() > 1:
+        with pytest.raises(RuntimeError, match="one device"):
+            torch.ones(2, device="xla:0") + torch.ones(2, device="xla:1")
+
+
+def test_a_training_step_is_one_graph_compiled_once_and_matches_the_cpu():
+    torch.manual_seed(1)
+    cpu_model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    d = xm.xla_device()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(d)
+    model.load_state_dict(cpu_model.state_dict())
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (cpu_model, model)]
+    x, y = torch.randn(32, 8), torch.randint(0, 4, (32,))
+    xx, xy = x.to(d), y.to(d)
+    losses_cpu, losses_xla = [], []
+    compiles = []
+    for _ in range(5):
+        for m, opt, inputs, target, losses in ((cpu_model, optimizers[0], x, y, losses_cpu),
+                                               (model, optimizers[1], xx, xy, losses_xla)):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(m(inputs), target)
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+        xm.mark_step()
+        compiles.append(met.counter_value("UncachedCompile"))
+    torch.testing.assert_close(torch.stack([l.cpu() for l in losses_xla]), torch.stack(losses_cpu),
+                               rtol=1e-5, atol=1e-6)  # reordered float32 sums
+    for p_xla, p_cpu in zip(model.parameters(), cpu_model.parameters()):
+        torch.testing.assert_close(p_xla.cpu(), p_cpu, rtol=1e-5, atol=1e-6)
+    # The first two steps differ (the momentum buffers appear at the first),
+    # every later step reuses the compiled graph.
+    assert compiles[2] == compiles[3] == compiles[4]
