@@ -1,0 +1,135 @@
+"""torch_xla's collectives on torch tensors, run by ordo's in-process
+devices through ordo.torch_xla (xmp.spawn, xm.*)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("ordo.torch_xla")
+
+import ordo  # noqa: E402
+import ordo.torch_xla.core.xla_model as xm  # noqa: E402
+import ordo.torch_xla.core.functions as xf  # noqa: E402
+import ordo.torch_xla.distributed.xla_multiprocessing as xmp  # noqa: E402
+
+WORLD = 4
+
+
+@pytest.fixture(autouse=True)
+def four_devices():
+    ordo.shutdown()
+    ordo.init(WORLD)
+    yield
+    ordo.shutdown()
+
+
+def spawn_collect(fn):
+    results = {}
+
+    def replica(index):
+        results[index] = fn(index)
+
+    xmp.spawn(replica, args=())
+    return [results[i] for i in range(WORLD)]
+
+
+def test_all_reduce_of_a_tensor_and_of_a_list_in_place():
+    def fn(index):
+        device = xm.xla_device()
+        assert device == torch.device("xla", index)
+        t = torch.full((3,), float(index + 1), device=device)
+        total = xm.all_reduce(xm.REDUCE_SUM, t, scale=0.5)
+        a, b = torch.ones(2, device=device) * index, torch.full((1,), 2.0, device=device)
+        same = xm.all_reduce(xm.REDUCE_MAX, [a, b])
+        xm.mark_step()
+        return total.cpu().tolist(), a.cpu().tolist(), b.cpu().tolist(), same[0] is a
+
+    for total, a, b, in_place in spawn_collect(fn):
+        assert total == [5.0] * 3 and a == [3.0, 3.0] and b == [2.0] and in_place
+
+
+def test_all_gather_reduce_scatter_all_to_all_permute_and_groups():
+    def fn(index):
+        d = xm.xla_device()
+        x = torch.arange(4.0, device=d) + 10 * index
+        gathered = xm.all_gather(x.view(1, 4), dim=0)
+        scattered = xm.reduce_scatter(xm.REDUCE_SUM, x, 1.0, 0, WORLD)
+        swapped = xm.all_to_all(x, 0, 0, WORLD)
+        shifted = xm.collective_permute(x, [[i, (i + 1) % WORLD] for i in range(WORLD)])
+        in_pairs = xm.all_reduce(xm.REDUCE_SUM, x, groups=[[0, 1], [2, 3]])
+        xm.mark_step()
+        return [t.cpu().tolist() for t in (gathered, scattered, swapped, shifted, in_pairs)]
+
+    for i, (gathered, scattered, swapped, shifted, in_pairs) in enumerate(spawn_collect(fn)):
+        assert gathered == [[j * 10 + k for k in range(4)] for j in range(4)]
+        assert scattered == [sum(10 * j + i for j in range(4))]
+        assert swapped == [10 * j + i for j in range(4)]
+        assert shifted == [10 * ((i - 1) % WORLD) + k for k in range(4)]
+        pair = [0, 1] if i < 2 else [2, 3]
+        assert in_pairs == [sum(10 * j + k for j in pair) for k in range(4)]
+
+
+def test_data_parallel_training_keeps_every_replica_alike_and_compiles_once():
+    def fn(index):
+        torch.manual_seed(0)  # seeds this replica's device; the model's init is the CPU's
+        d = xm.xla_device()
+        model = torch.nn.Linear(6, 3)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.linspace(-1, 1, p.numel()).reshape(p.shape))
+        model = model.to(d)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        g = torch.Generator().manual_seed(index)
+        compiled = []
+        for _ in range(4):
+            x, y = torch.randn(8, 6, generator=g).to(d), torch.randint(0, 3, (8,), generator=g).to(d)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            xm.optimizer_step(opt)
+            xm.mark_step()
+            compiled.append(ordo.counter_value("UncachedCompile"))
+        return [p.cpu() for p in model.parameters()], compiled
+
+    results = spawn_collect(fn)
+    for params, _ in results[1:]:
+        for p, p0 in zip(params, results[0][0]):
+            assert torch.equal(p, p0)  # bitwise: every replica applied the same averaged gradient
+    assert results[0][1][-1] == results[0][1][-2]
+
+
+def test_differentiable_all_gather_and_sync_batch_norm():
+    def fn(index):
+        d = xm.xla_device()
+        x = (torch.arange(3.0) + index).to(d).requires_grad_()
+        gathered = xf.all_gather(x.view(1, 3))
+        (gathered * torch.arange(12.0, device=d).view(4, 3)).sum().backward()
+        bn = xf.SyncBatchNorm(2).to(d)
+        batch = torch.arange(8.0, device=d).view(4, 2) * (index + 1)
+        out = bn(batch)
+        xm.mark_step()
+        return x.grad.cpu(), out.cpu(), bn.running_mean.cpu()
+
+    results = spawn_collect(fn)
+    whole = torch.cat([torch.arange(8.0).view(4, 2) * (i + 1) for i in range(WORLD)])
+    reference = torch.nn.BatchNorm1d(2, affine=False)(whole)
+    for i, (grad, out, running_mean) in enumerate(results):
+        # Every replica's loss uses device i's rows: its gradient is their sum over replicas.
+        assert grad.tolist() == (torch.arange(12.0).view(4, 3)[i] * WORLD).tolist()
+        torch.testing.assert_close(out, reference[4 * i:4 * i + 4], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(running_mean, 0.1 * whole.mean(0))
+
+
+def test_a_replica_that_raises_fails_the_spawn_and_its_peers_promptly():
+    def fn(index):
+        if index == 2:
+            raise RuntimeError("replica 2 gives up")
+        xm.all_reduce(xm.REDUCE_SUM, torch.ones(2, device=xm.xla_device())).cpu()
+
+    with pytest.raises(RuntimeError, match="replica 2 gives up"):
+        xmp.spawn(fn)
+
+
+def test_collectives_refuse_cpu_tensors_and_other_values():
+    with pytest.raises(ValueError, match="xla device"):
+        xm.all_gather(torch.ones(2))
+    with pytest.raises(TypeError, match="torch tensor"):
+        xm.all_reduce(xm.REDUCE_SUM, [[1.0, 2.0]])
