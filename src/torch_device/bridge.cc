@@ -1,5 +1,7 @@
 #include "torch_device/bridge.h"
 
+#include <atomic>
+
 #include <ATen/FunctionalTensorWrapper.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -60,11 +62,24 @@ ordo::Tensor upload(const at::Tensor& cpu, int device) {
   return ordo::from_host(dense.data_ptr(), dtype, shape, device);
 }
 
+namespace {
+
+std::atomic<ErrorTranslator> error_translator{nullptr};
+
+}  // namespace
+
+void set_error_translator(ErrorTranslator translator) { error_translator.store(translator); }
+
 at::Tensor download(const ordo::Tensor& value) {
   const Shape& shape = value.shape();
   at::Tensor out = at::empty(c10::IntArrayRef(shape.data(), shape.size()),
                              at::TensorOptions().dtype(scalar_type_of(value.dtype())));
-  value.copy_to_host(out.data_ptr(), out.nbytes());
+  try {
+    value.copy_to_host(out.data_ptr(), out.nbytes());
+  } catch (const ordo::Error&) {
+    if (ErrorTranslator translate = error_translator.load()) translate(std::current_exception());
+    throw;
+  }
   return out;
 }
 

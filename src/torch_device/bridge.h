@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <exception>
+
 #include "ordo/tensor.h"
 
 namespace ordo::torch_device {
@@ -25,6 +27,13 @@ at::Tensor wrap(ordo::Tensor value);
 // Sets the value behind a plain or wrapped xla tensor (in place: the
 // fallback's mutated arguments, collectives on a list).
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
+
+// How an ordo error that reading a value raised (an ExecutionError, the
+// CollectiveError family) reaches the caller: PyTorch would make any C++
+// exception a RuntimeError, so the Python module installs a translator that
+// raises ordo's own Python exception instead (module.cc).
+using ErrorTranslator = void (*)(std::exception_ptr error);
+void set_error_translator(ErrorTranslator translator);
 
 // A CPU tensor's contents as a lazy value on the device (a device-data leaf).
 ordo::Tensor upload(const at::Tensor& cpu, int device);

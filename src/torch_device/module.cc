@@ -3,6 +3,7 @@
 // functions carry tensors between torch and ordo's Python API (the
 // torch_xla front end, python/ordo/torch_xla, is written over ordo's).
 // Import ordo._C first: ordo.Tensor is its type.
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "torch_device/bridge.h"
@@ -15,12 +16,31 @@ namespace py = pybind11;
 
 at::Tensor xla_tensor_of(const ordo::Tensor& value) { return wrap(value); }
 
+// Raises error as the Python exception ordo._C's translators make of it
+// (ordo.CollectiveTimeoutError, ...), through PyTorch's python_error, which
+// its bindings re-raise as it is. Returns for an error no translator knows.
+void raise_as_python(std::exception_ptr error) {
+  py::gil_scoped_acquire gil;
+  for (auto& translator : py::detail::get_internals().registered_exception_translators) {
+    try {
+      translator(error);
+    } catch (...) {
+      continue;  // not this translator's
+    }
+    if (!PyErr_Occurred()) return;
+    python_error raised;
+    raised.persist();
+    throw raised;
+  }
+}
+
 int index_of(const c10::Device& device) { return device_index_of(device); }
 
 }  // namespace
 
 PYBIND11_MODULE(_torch, m) {
   m.doc() = "ordo as the runtime of PyTorch's xla device";
+  set_error_translator(&raise_as_python);
   // The value behind an xla tensor, as an ordo.Tensor (no copy: one lazy value).
   m.def("to_ordo", [](const at::Tensor& tensor) { return value_of(tensor, "to_ordo"); });
   // An ordo.Tensor as a torch tensor on its xla device (no copy).

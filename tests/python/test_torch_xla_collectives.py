@@ -133,3 +133,24 @@ def test_collectives_refuse_cpu_tensors_and_other_values():
         xm.all_gather(torch.ones(2))
     with pytest.raises(TypeError, match="torch tensor"):
         xm.all_reduce(xm.REDUCE_SUM, [[1.0, 2.0]])
+
+
+def test_ordo_errors_reach_torch_programs_as_ordo_exceptions():
+    def mismatched(index):
+        d = xm.xla_device()
+        t = xm.all_reduce(xm.REDUCE_SUM, torch.ones((2,) if index else (3,), device=d))
+        with pytest.raises(ordo.CollectiveMismatchError, match="all_reduce"):
+            t.cpu()
+        return True
+
+    assert spawn_collect(mismatched) == [True] * WORLD
+    ordo.shutdown()
+    ordo.init(WORLD)
+    ordo.set_collective_timeout(0.5, warn_seconds=10)
+    try:
+        # Device 0 alone: its peers never come.
+        t = xm.all_reduce(xm.REDUCE_SUM, torch.ones(2, device=xm.xla_device(0)))
+        with pytest.raises(ordo.CollectiveTimeoutError, match="missing devices: 1"):
+            t.sum().item()
+    finally:
+        ordo.set_collective_timeout(300, warn_seconds=30)
