@@ -11,6 +11,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,5 +61,37 @@ Tensor random_uniform(const Shape& shape, const Tensor& seed, double low = 0.0, 
 // 1 / (1 - p) (mask: random_uniform(seed) >= p). p = 0 returns x, p = 1
 // returns x * 0, as torch; p outside [0, 1] is an InvalidArgument.
 Tensor dropout(const Tensor& x, double p, const Tensor& seed, Caller caller = Caller::current());
+
+}  // namespace ordo
+
+// ---- Convolutions (lazy/conv_ops.cc), as torch 1.13's conv1d and conv2d. ----
+//
+//   ordo::Tensor x = ordo::ones({8, 3, 32, 32});
+//   ordo::Tensor w = ordo::ones({16, 3, 3, 3});
+//   ordo::Tensor y = ordo::conv2d(x, w, ordo::Tensor(), {.stride = {2}, .padding = {1}});  // [8, 16, 16, 16]
+namespace ordo {
+
+// stride, padding and dilation hold one value for every spatial dim or one
+// per dim. padding_mode "same" (stride 1 only; an odd total pads one more
+// at the end) or "valid" (no padding) replaces padding; empty: padding's
+// numbers, on both sides.
+struct ConvOptions {
+  std::vector<int64_t> stride = {1};
+  std::vector<int64_t> padding = {0};
+  std::vector<int64_t> dilation = {1};
+  int64_t groups = 1;
+  std::string padding_mode;
+};
+
+// x [N, C, L] (or unbatched [C, L]) with weight [O, C / groups, K] and an
+// optional bias [O] (an undefined Tensor: none), float32 or float64, one
+// dtype. Channels that do not match the weight, groups that do not divide
+// both channel counts, a kernel window larger than the padded input, or
+// wrong ranks are an InvalidArgument, and nothing is recorded.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const ConvOptions& options = {},
+              Caller caller = Caller::current());
+// x [N, C, H, W] (or unbatched [C, H, W]) with weight [O, C / groups, KH, KW]; as conv1d.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const ConvOptions& options = {},
+              Caller caller = Caller::current());
 
 }  // namespace ordo

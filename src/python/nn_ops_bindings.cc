@@ -17,6 +17,25 @@ Tensor clamp_bound(std::string_view which, py::handle bound, const Tensor& x) {
   return *std::move(tensor);
 }
 
+// conv1d and conv2d: bias None or a tensor; padding numbers, or
+// padding_mode 'same' / 'valid' (python/ordo/nn/functional.py sorts out
+// torch's forms).
+void bind_conv_ops(py::module_& m) {
+  using Conv = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const ConvOptions&, Caller);
+  const auto bind = [&m](const char* name, Conv conv) {
+    m.def(name, [conv](const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
+                       std::vector<int64_t> stride, std::vector<int64_t> padding, std::string padding_mode,
+                       std::vector<int64_t> dilation, int64_t groups) {
+      const ConvOptions options{std::move(stride), std::move(padding), std::move(dilation), groups,
+                                std::move(padding_mode)};
+      return conv(x, weight, bias.value_or(Tensor()), options, kPythonCaller);
+    }, py::arg("x"), py::arg("weight"), py::arg("bias"), py::arg("stride"), py::arg("padding"),
+          py::arg("padding_mode"), py::arg("dilation"), py::arg("groups"));
+  };
+  bind("conv1d", &conv1d);
+  bind("conv2d", &conv2d);
+}
+
 }  // namespace
 
 void bind_nn_ops(py::module_& m) {
@@ -44,6 +63,7 @@ void bind_nn_ops(py::module_& m) {
   }, py::arg("shape"), py::arg("seed"), py::arg("low"), py::arg("high"), py::arg("dtype"));
   m.def("dropout", [](const Tensor& x, double p, const Tensor& seed) { return dropout(x, p, seed, kPythonCaller); },
         py::arg("x"), py::arg("p"), py::arg("seed"));
+  bind_conv_ops(m);
 }
 
 }  // namespace ordo::python

@@ -6,11 +6,12 @@
 """
 
 from . import functional, utils
+from ._conv_layers import Conv1d, Conv2d
 from ._layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, LogSoftmax, ReLU, Sequential,
                       Sigmoid, Softmax, Tanh)
 from ._losses import CrossEntropyLoss, MSELoss, NLLLoss
 from ._module import Module, Parameter
 
-__all__ = ["GELU", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
+__all__ = ["GELU", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
            "LogSoftmax", "MSELoss", "Module", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax",
            "Tanh", "functional", "utils"]

@@ -6,6 +6,7 @@ from .. import _C
 from .._tensor import Tensor, tensor
 from .._nn_ops import dropout as _dropout
 from .._nn_ops import gelu, log_softmax, softmax  # noqa: F401 - torch's names live here too
+from ._conv import conv1d, conv2d  # noqa: F401
 
 relu = _C.relu
 tanh = _C.tanh
