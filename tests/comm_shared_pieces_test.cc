@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,37 @@ TEST(CommFingerprintTest, TheMismatchMessageNamesBothDevicesAndOps) {
 }
 
 using Clock = Deadlines::Clock;
+
+TEST(CommDescribeTest, ALongListShowsItsEndsAndStillTellsListsApart) {
+  std::vector<int> sixteen(16);
+  std::iota(sixteen.begin(), sixteen.end(), 0);
+  EXPECT_EQ(describe_group(sixteen), "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]");
+  std::vector<int> million(1'000'000);
+  std::iota(million.begin(), million.end(), 0);
+  const std::string text = describe_group(million);
+  EXPECT_LT(text.size(), 100u) << text;
+  EXPECT_EQ(text.rfind("[0, 1, 2, 3, ..., 999996, 999997, 999998, 999999] (1000000 in all, digest ", 0), 0u) << text;
+  // Backends compare these texts to tell partitions apart: a change in the
+  // middle must show.
+  std::vector<int> other = million;
+  std::swap(other[500], other[501]);
+  EXPECT_NE(describe_group(other), text);
+  EXPECT_NE(describe_groups({million}), describe_groups({other}));
+  const std::string groups = describe_groups(ReplicaGroups(100'000, std::vector<int>{1, 2}));
+  EXPECT_LT(groups.size(), 150u) << groups;
+  EXPECT_EQ(groups.rfind("[[1, 2], [1, 2], [1, 2], [1, 2], ..., [1, 2], [1, 2], [1, 2], [1, 2]] (100000 in all", 0),
+            0u) << groups;
+}
+
+TEST(CommDescribeTest, AShortListOfDevicesCountsWhatItLeavesOut) {
+  ShortList few;
+  for (int d = 0; d < 3; ++d) few.add(str_cat(d, " (no word)"));
+  EXPECT_EQ(few.text(), "0 (no word), 1 (no word), 2 (no word)");
+  ShortList many;
+  for (int d = 0; d < 1000; ++d) many.add(str_cat(d, " (no word)"));
+  EXPECT_EQ(many.text().rfind("0 (no word), 1 (no word), ", 0), 0u);
+  EXPECT_TRUE(many.text().ends_with(", 7 (no word) and 992 more")) << many.text();
+}
 
 TEST(CommDeadlinesTest, WarnsOnceWhenDueThenTimesOut) {
   const CollectiveTimeouts timeouts{10.0, 20.0};

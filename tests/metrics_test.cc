@@ -95,6 +95,8 @@ TEST_F(MetricsTest, CollectivesAreCountedPerDeviceWithTheirBytes) {
   for (int device = 0; device < 2; ++device) {
     EXPECT_EQ(counter("AllReduce", device), 1);
     EXPECT_EQ(counter("AllGather", device), 1);
+    EXPECT_EQ(counter("AllReduceBytes", device), 8 * 4);
+    EXPECT_EQ(counter("AllGatherBytes", device), 16 * 4);
     const MetricData bytes = metric_data("CollectiveBytes", device).value();
     EXPECT_EQ(bytes.total_samples, 2);
     EXPECT_EQ(bytes.accumulator, 8 * 4 + 16 * 4);

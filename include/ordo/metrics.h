@@ -8,7 +8,8 @@
 //
 // Counters: MarkStep, CachedCompile, UncachedCompile, CreateTensor,
 // DestroyTensor, and per collective kind its count (AllReduce, AllGather,
-// ...). Metrics: CompileTime, ExecuteTime, TransferToDeviceTime,
+// ...) and the bytes its outputs hold on the device (AllReduceBytes,
+// AllGatherBytes, ...). Metrics: CompileTime, ExecuteTime, TransferToDeviceTime,
 // TransferFromDeviceTime, CollectiveTime (ns), CollectiveWaitTime (ns from
 // the device's arrival at a collective to its group's last arrival),
 // CollectiveBytes (what each collective's outputs hold on the device);

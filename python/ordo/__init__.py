@@ -25,7 +25,7 @@ from ._devices import (Device, bind_thread_to_device, device, devices, get_local
                        is_master_ordinal, set_device, spawn, world_size, xla_device, xrt_world_size)
 from ._devices import _ordinal
 from . import nn
-from ._checkpoint import load, save
+from ._checkpoint import CheckpointError, load, save
 from ._autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._exchange import mesh_reduce, rendezvous
 from ._metrics import (clear_all, clear_counters, clear_metrics, counter_names, counter_value, metric_data,

@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 from . import _C
-from ._devices import world_size
+from ._devices import _ordinal_list, _short_list, world_size
 from ._tensor import Tensor
 
 REDUCE_SUM = "sum"
@@ -24,13 +24,21 @@ def _scale(scale, what):
     return float(scale)
 
 
-def _groups(groups):
+def _groups(groups, what):
+    """groups (None, or a list of replica groups, each a list of device ordinals) as lists of ints; any other
+    value is a ValueError naming the groups."""
     if groups is None:
         return None
-    return [[int(d) for d in group] for group in groups]
+    if isinstance(groups, (str, bytes, dict)) or not hasattr(groups, "__iter__"):
+        raise ValueError(f"{what}: groups must be a list of replica groups (lists of device ordinals), got "
+                         f"{type(groups).__name__} {groups!r:.60}")
+    groups = list(groups)
+    return [_ordinal_list(group, f"{what}: groups {_short_list(groups):.200}: replica group {i}")
+            for i, group in enumerate(groups)]
 
 
 def _group_size(groups):
+    """The size of the calling device's replica group (groups as _groups gives them)."""
     return world_size() if not groups else len(groups[0])
 
 
@@ -72,19 +80,21 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     (ordo has one dense row-major layout)."""
     del pin_layout
     scale = _scale(scale, "all_reduce")
+    groups = _groups(groups, "all_reduce")
     if isinstance(inputs, Tensor):
-        return _C.all_reduce(reduce_type, inputs, scale, _groups(groups))
+        return _C.all_reduce(reduce_type, inputs, scale, groups)
     inputs = list(inputs)
-    _C.all_reduce_inplace(reduce_type, inputs, scale, _groups(groups))
+    _C.all_reduce_inplace(reduce_type, inputs, scale, groups)
     return inputs
 
 
 def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
     del pin_layout
+    groups = _groups(groups, "all_gather")
     if output is not None:
         _check_output(output, value, _result_shape(value, dim, "all_gather", multiply=_group_size(groups)),
                       "all_gather")
-    return _into(output, _C.all_gather(value, dim, _groups(groups)))
+    return _into(output, _C.all_gather(value, dim, groups))
 
 
 def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,
@@ -93,6 +103,7 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
     argument is checked before the first is recorded."""
     del pin_layout
     scale = _scale(scale, "reduce_scatter")
+    groups = _groups(groups, "reduce_scatter")
     single = isinstance(input, Tensor)
     inputs = [input] if single else list(input)
     outputs = [output] if single else (list(output) if output is not None else [None] * len(inputs))
@@ -103,7 +114,7 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
     for x, out in zip(inputs, outputs):
         shape = _result_shape(x, scatter_dim, "reduce_scatter", divide=shard_count)
         _check_output(out, x, shape, "reduce_scatter")
-    results = [_into(out, _C.reduce_scatter(reduce_type, x, scale, scatter_dim, shard_count, _groups(groups)))
+    results = [_into(out, _C.reduce_scatter(reduce_type, x, scale, scatter_dim, shard_count, groups))
                for x, out in zip(inputs, outputs)]
     if single:
         return results[0]
@@ -112,12 +123,20 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
 
 def all_to_all(value, split_dimension, concat_dimension, split_count, groups=None, pin_layout=True):
     del pin_layout
-    return _C.all_to_all(value, split_dimension, concat_dimension, split_count, _groups(groups))
+    return _C.all_to_all(value, split_dimension, concat_dimension, split_count, _groups(groups, "all_to_all"))
 
 
 def collective_permute(value, pairs):
     """pairs: [source, target] ordinals; a device that is no target gets zeros."""
-    return _C.collective_permute(value, [(int(s), int(t)) for s, t in pairs])
+    if isinstance(pairs, (str, bytes, dict)) or not hasattr(pairs, "__iter__"):
+        raise ValueError(f"collective_permute: pairs must be a list of [source, target] pairs, got "
+                         f"{type(pairs).__name__} {pairs!r:.60}")
+    pairs = list(pairs)
+    checked = [_ordinal_list(pair, f"collective_permute: pairs {_short_list(pairs):.200}: pair {i}")
+               for i, pair in enumerate(pairs)]
+    if any(len(pair) != 2 for pair in checked):
+        raise ValueError(f"collective_permute: pairs {_short_list(pairs):.200}: each pair must be [source, target]")
+    return _C.collective_permute(value, [tuple(pair) for pair in checked])
 
 
 def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
@@ -125,6 +144,6 @@ def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
     root gets zeros, as in torch_xla)."""
     del pin_layout
     tensors = list(tensors)
-    _C.collective_broadcast(tensors, int(root_ordinal), _groups(groups))
+    _C.collective_broadcast(tensors, int(root_ordinal), _groups(groups, "collective_broadcast"))
     return tensors
 

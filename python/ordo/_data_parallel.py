@@ -4,7 +4,7 @@ devices, and the optimizer then makes the same step everywhere."""
 
 from . import _C
 from ._autograd import no_grad
-from ._collectives import REDUCE_SUM, _group_size, all_reduce, collective_broadcast
+from ._collectives import REDUCE_SUM, _group_size, _groups, all_reduce, collective_broadcast
 
 
 def _fetch_gradients(optimizer):
@@ -23,6 +23,7 @@ def reduce_gradients(optimizer, groups=None, pin_layout=True):
     del pin_layout
     by_optimizer = hasattr(optimizer, "param_groups")
     grads = _fetch_gradients(optimizer) if by_optimizer else list(optimizer)
+    groups = _groups(groups, "reduce_gradients")
     count = _group_size(groups)
     if grads and count > 1:
         all_reduce(REDUCE_SUM, grads, scale=1.0 / count, groups=groups)

@@ -30,6 +30,29 @@ class Device:
     __index__ = __int__
 
 
+def _short_list(values, keep=4):
+    """A list as an error message shows it: a long one as its first and last few, and how many in all."""
+    if len(values) <= 2 * keep + 1:
+        return repr(values)
+    return f"[{', '.join(map(repr, values[:keep]))}, ..., {', '.join(map(repr, values[-keep:]))}] ({len(values)} in all)"
+
+
+def _ordinal_list(values, what):
+    """values (a replica group, rendezvous' replicas) as a list of ints; what is not a list of integers that
+    fit an ordinal is a ValueError that starts with `what` (a negative or absent device is the runtime's
+    error: it knows the world)."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{what} must be a list of device ordinals, got {type(values).__name__} {values!r:.60}")
+    values = list(values)
+    for value in values:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{what} must be a list of device ordinals; it holds {type(value).__name__} "
+                             f"{value!r:.40}")
+        if not -(2**31) <= value < 2**31:
+            raise ValueError(f"{what} names device {value}, which does not exist")
+    return [int(value) for value in values]
+
+
 def _ordinal(device):
     """A device argument as an ordinal: None is the calling thread's device
     (-1 to ordo._C); an ordinal, an ordo.Device or 'ordo:N' must name an

@@ -7,10 +7,10 @@ or absent (its spawn function raised or returned), whose peers wait
 elsewhere (another tag or replicas), or whose wait is interrupted (Ctrl-C)
 gets a CollectiveError instead of waiting forever. Python only pickles."""
 
-import operator
 import pickle
 
 from . import _C
+from ._devices import _ordinal_list
 
 
 def rendezvous(tag, payload=b"", replicas=()):
@@ -19,7 +19,7 @@ def rendezvous(tag, payload=b"", replicas=()):
     order."""
     if not isinstance(tag, str):
         raise TypeError(f"rendezvous: the tag must be a str, got {type(tag).__name__}")
-    return _C.rendezvous(tag, bytes(payload), [operator.index(r) for r in replicas])
+    return _C.rendezvous(tag, bytes(payload), _ordinal_list(replicas, "rendezvous: replicas"))
 
 
 def _to_host(value):

@@ -100,7 +100,10 @@ class Communicator {
 
 // For messages: "all_reduce(sum, scale 0.5, groups [[0, 1], [2, 3]]) of
 // float32[4]" (and " at train.py:42" when IR debug recorded where), a group
-// "[0, 1]", groups "[[0, 1], [2, 3]]".
+// "[0, 1]", groups "[[0, 1], [2, 3]]". A long list shows its first and last
+// few and "(N in all, digest D)": a message stays short whatever the world,
+// and two lists still read alike only when they are equal (backends compare
+// these texts across processes to tell partitions apart).
 std::string describe(const CollectiveCall& call);
 std::string describe_group(const std::vector<int>& group);
 std::string describe_groups(const ReplicaGroups& groups);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -14,5 +15,20 @@ namespace ordo::comm {
 
 // call as collective #sequence of its group's meetings.
 std::string describe_at(const CollectiveCall& call, int64_t sequence, const std::vector<int>& group);
+
+// A list of devices with what each does, for a message: "1 (is at #3), 2
+// (...)", the first kShown items and then how many more, so that a message
+// stays short however many devices a group has.
+class ShortList {
+ public:
+  static constexpr size_t kShown = 8;
+  void add(std::string_view item);
+  std::string text() const;
+  bool empty() const { return count_ == 0; }
+
+ private:
+  std::string shown_;
+  size_t count_ = 0;
+};
 
 }  // namespace ordo::comm

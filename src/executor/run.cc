@@ -26,14 +26,21 @@ device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, in
                         ") failed on device ", ordinal, ": ", what)};
 }
 
-metrics::Counter collective_counter(ir::OpKind op) {
+// A collective kind's counters: its count and its bytes.
+struct CollectiveCounters {
+  metrics::Counter count;
+  metrics::Counter bytes;
+};
+
+CollectiveCounters collective_counters(ir::OpKind op) {
+  using metrics::Counter;
   switch (op) {
-    case ir::OpKind::kAllReduce: return metrics::Counter::kAllReduce;
-    case ir::OpKind::kAllGather: return metrics::Counter::kAllGather;
-    case ir::OpKind::kReduceScatter: return metrics::Counter::kReduceScatter;
-    case ir::OpKind::kAllToAll: return metrics::Counter::kAllToAll;
-    case ir::OpKind::kCollectivePermute: return metrics::Counter::kCollectivePermute;
-    default: return metrics::Counter::kCollectiveBroadcast;
+    case ir::OpKind::kAllReduce: return {Counter::kAllReduce, Counter::kAllReduceBytes};
+    case ir::OpKind::kAllGather: return {Counter::kAllGather, Counter::kAllGatherBytes};
+    case ir::OpKind::kReduceScatter: return {Counter::kReduceScatter, Counter::kReduceScatterBytes};
+    case ir::OpKind::kAllToAll: return {Counter::kAllToAll, Counter::kAllToAllBytes};
+    case ir::OpKind::kCollectivePermute: return {Counter::kCollectivePermute, Counter::kCollectivePermuteBytes};
+    default: return {Counter::kCollectiveBroadcast, Counter::kCollectiveBroadcastBytes};
   }
 }
 
@@ -67,18 +74,20 @@ void run_collective_step(const PlanStep& step, std::span<const device::Buffer* c
   ORDO_CHECK(timing.arrived_ns != 0, ": the communicator did not stamp the collective's arrival");
   timing.arrived_ns = std::min(timing.arrived_ns, end_ns);
   timing.all_arrived_ns = std::clamp(timing.all_arrived_ns, timing.arrived_ns, end_ns);
-  metrics::add(collective_counter(step.op), index);
   if (timing.last_device == device.ordinal()) metrics::add(metrics::Counter::kCollectiveLastArrival, index);
-  double bytes = 0;
+  int64_t bytes = 0;
   for (const ir::ValueType& type : step.output_types) {
-    if (!type.is_token) bytes += static_cast<double>(shape_numel(type.shape) * dtype_size(type.dtype));
+    if (!type.is_token) bytes += shape_numel(type.shape) * static_cast<int64_t>(dtype_size(type.dtype));
   }
+  const CollectiveCounters counters = collective_counters(step.op);
+  metrics::add(counters.count, index);
+  metrics::add(counters.bytes, index, bytes);
   metrics::record_all({{metrics::Metric::kCollectiveTime, static_cast<double>(end_ns - timing.arrived_ns)},
                        {metrics::Metric::kCollectiveWaitTime,
                         static_cast<double>(timing.all_arrived_ns - timing.arrived_ns)},
-                       {metrics::Metric::kCollectiveBytes, bytes}},
+                       {metrics::Metric::kCollectiveBytes, static_cast<double>(bytes)}},
                       index, end_ns);
-  if (trace_events::on()) trace_collective(step.op, timing, end_ns, static_cast<int64_t>(bytes), device);
+  if (trace_events::on()) trace_collective(step.op, timing, end_ns, bytes, device);
 }
 
 // Whether p holds the only reference to its object, which this thread may

@@ -271,7 +271,14 @@ ordo_add_mesh_test(NAME mpi_mesh_sigterm_names_the_dead
 ordo_add_mesh_test(NAME mpi_mesh_sigterm_with_no_failure
   CHECKS --expect 1 "${pass_line} process 0 end"
          --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by mpirun \\(SIGTERM\\) because another process ended. ordo saw no failure"
-  ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test} --gtest_filter=ProcessMeshSigterm.*)
+  ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test}
+       --gtest_filter=ProcessMeshSigterm.WithNoFailureSeenItSaysSo)
+ordo_add_mesh_test(NAME mpi_mesh_sigterm_names_a_peers_device_failure
+  CHECKS --expect 1 "${pass_line} process 0 end"
+         --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by mpirun \\(SIGTERM\\) because another process ended. ordo saw: device 1 of process 1 \\(host [^,]+, pid [0-9]+\\) failed: device 1 raised RuntimeError: boom"
+         --expect 0 "saw no failure"
+  ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test}
+       --gtest_filter=ProcessMeshSigterm.AfterAPeersDeviceFailedItNamesIt)
 
 # Every process ends cleanly: no death, MPI_Finalize everywhere.
 ordo_add_mesh_test(NAME mpi_mesh_clean_exit

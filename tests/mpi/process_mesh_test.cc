@@ -201,6 +201,23 @@ TEST(ProcessMeshSigterm, WithNoFailureSeenItSaysSo) {
   _exit(0);
 }
 
+// A peer's device failure is a failure seen: the SIGTERM line names it,
+// where it said "ordo saw no failure" right after the process had named it.
+TEST(ProcessMeshSigterm, AfterAPeersDeviceFailedItNamesIt) {
+  if (std::getenv("ORDO_TEST_MESH_SIGTERM") == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  Heard heard;
+  barrier();
+  if (world().rank() == 1) {
+    mesh().announce({DeviceNews::Kind::kFailed, 1, "device 1 raised RuntimeError: boom"});
+    ASSERT_TRUE(heard.wait([&] { return !heard.deaths.empty(); }, std::chrono::seconds(10)));
+    std::printf("ordo-mesh-test PASS: process 1 heard process 0 end\n");
+    std::fflush(stdout);
+    _exit(0);
+  }
+  ASSERT_TRUE(heard.wait([&] { return !heard.news.empty(); }, std::chrono::seconds(10)));
+  raise(SIGTERM);
+}
+
 }  // namespace
 }  // namespace ordo::comm
 

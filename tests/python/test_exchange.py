@@ -163,6 +163,31 @@ def test_replicas_that_are_not_distinct_devices_are_refused(replicas, message):
     assert ordo.rendezvous("bad", b"x", replicas=[0]) == [b"x"]
 
 
+@pytest.mark.parametrize("replicas, message", [
+    ([0, 2**40], r"^rendezvous: replicas names device 1099511627776, which does not exist$"),
+    ([0, 2**63], r"^rendezvous: replicas names device 9223372036854775808, which does not exist$"),
+    ([0, "a"], r"^rendezvous: replicas must be a list of device ordinals; it holds str 'a'$"),
+    ([0, 1.0], r"^rendezvous: replicas must be a list of device ordinals; it holds float 1.0$"),
+    ("01", r"^rendezvous: replicas must be a list of device ordinals, got str '01'$"),
+    (3, r"^rendezvous: replicas must be a list of device ordinals, got int 3$"),
+])
+def test_replicas_that_are_not_ordinals_are_a_value_error_naming_them(replicas, message):
+    # pybind's "incompatible function arguments" and operator.index's
+    # TypeError before: the cases above hold only ints that reach C++.
+    with pytest.raises(ValueError, match=message):
+        ordo.rendezvous("bad", replicas=replicas)
+    assert ordo.rendezvous("bad", b"x", replicas=[0]) == [b"x"]
+
+
+def test_a_million_replicas_make_a_short_message():
+    # It printed every one of them: 7.9 MB.
+    with pytest.raises(ValueError) as refused:
+        ordo.rendezvous("many", replicas=range(10**6))
+    message = str(refused.value)
+    assert len(message) < 300, message[:300]
+    assert "[0, 1, 2, 3, ..., 999996, 999997, 999998, 999999] (1000000 in all, digest " in message
+
+
 def test_a_tag_that_is_not_a_str_is_refused():
     with pytest.raises(TypeError, match="rendezvous: the tag must be a str, got int"):
         ordo.rendezvous(3)

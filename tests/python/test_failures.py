@@ -2,6 +2,7 @@
 disagree, wait too long, fail or get bad arguments: a clear error naming the
 devices and ops, never a hang, never a silent wrong result."""
 
+import functools
 import re
 import time
 
@@ -384,6 +385,44 @@ BAD_COLLECTIVE_CALLS = [
      ValueError, "device 1 is the target of more than one pair"),
     ("broadcast from a missing root", lambda x: ordo.collective_broadcast([x], root_ordinal=7),
      ValueError, "root 7 does not exist"),
+]
+
+
+# Groups the binding cannot take at all (an entry past C++'s int, a string, a
+# float, a flat list): the cases above hold only ints that reach the C++
+# check, so these gave pybind's "incompatible function arguments" or int()'s
+# "invalid literal". Every collective that takes groups names them.
+MALFORMED_GROUPS = [
+    ([[0, 1, 2, 2**40]], r"replica group 0 names device 1099511627776, which does not exist"),
+    ([[0, 1, 2, 2**63]], r"replica group 0 names device 9223372036854775808, which does not exist"),
+    ([[0, 1], "ab"], r"groups \[\[0, 1\], 'ab'\]: replica group 1 must be a list of device ordinals, got str"),
+    ([[0, 1], [2, 3.0]], r"replica group 1 must be a list of device ordinals; it holds float 3.0"),
+    ([[0, 1], [2, True]], r"replica group 1 must be a list of device ordinals; it holds bool True"),
+    ([0, 1, 2, 3], r"groups \[0, 1, 2, 3\]: replica group 0 must be a list of device ordinals, got int 0"),
+    ("ab", r"groups must be a list of replica groups \(lists of device ordinals\), got str 'ab'"),
+    (5, r"groups must be a list of replica groups \(lists of device ordinals\), got int 5"),
+    ([list(range(10**5)) + ["x"]], r"groups \[\[0, 1, 2, .{0,200}: replica group 0 must be a list of device "
+                                    r"ordinals; it holds str 'x'$"),
+]
+TAKING_GROUPS = {
+    "all_reduce": lambda x, groups: ordo.all_reduce(ordo.REDUCE_SUM, x, groups=groups),
+    "all_gather": lambda x, groups: ordo.all_gather(x, groups=groups),
+    "reduce_scatter": lambda x, groups: ordo.reduce_scatter(ordo.REDUCE_SUM, x, 1.0, 0, 4, groups=groups),
+    "all_to_all": lambda x, groups: ordo.all_to_all(x, 0, 0, 4, groups=groups),
+    "collective_broadcast": lambda x, groups: ordo.collective_broadcast([x], groups=groups),
+    "reduce_gradients": lambda x, groups: ordo.reduce_gradients([x], groups=groups),
+}
+BAD_COLLECTIVE_CALLS += [
+    (f"{name} of groups {groups!r:.30}", functools.partial(lambda x, call, groups: call(x, groups), call=call,
+                                                          groups=groups), ValueError, f"^{name}: .*{fragment}")
+    for name, call in TAKING_GROUPS.items() for groups, fragment in MALFORMED_GROUPS
+] + [
+    ("permute of a pair past int", lambda x: ordo.collective_permute(x, [[0, 2**40]]),
+     ValueError, r"pairs \[\[0, 1099511627776\]\]: pair 0 names device 1099511627776, which does not exist"),
+    ("permute of a string pair", lambda x: ordo.collective_permute(x, [[0, 1], "ab"]),
+     ValueError, r"pair 1 must be a list of device ordinals, got str 'ab'"),
+    ("permute of a triple", lambda x: ordo.collective_permute(x, [[0, 1, 2]]),
+     ValueError, r"each pair must be \[source, target\]"),
 ]
 
 

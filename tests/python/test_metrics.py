@@ -46,17 +46,33 @@ def test_the_report_has_torch_xlas_format():
     assert "CachedCompile\n" not in report  # zero: left out, as torch_xla
 
 
-def test_spawned_devices_count_their_own_collectives(world):
+def test_spawned_devices_count_their_own_collectives_and_each_kinds_bytes(world):
+    # Each kind once, its output of a size of its own: a total alone
+    # (CollectiveBytes, all this test checked) cannot say which kind moved what.
+    def ones(n):
+        return ordo.tensor(np.ones(n, np.float32))
+
     def step(index):
-        total = ordo.all_reduce(ordo.REDUCE_SUM, ordo.tensor(np.ones(4, np.float32)))
+        outputs = [ordo.all_reduce(ordo.REDUCE_SUM, ones(4)), ordo.all_gather(ones(3)),
+                   ordo.reduce_scatter(ordo.REDUCE_SUM, ones(5 * world), 1.0, 0, world),
+                   ordo.all_to_all(ones(6 * world), 0, 0, world),
+                   ordo.collective_permute(ones(7), [(d, (d + 1) % world) for d in range(world)]),
+                   *ordo.collective_broadcast([ones(8)])]
         ordo.mark_step()
-        return total.numpy()
+        return [x.numpy() for x in outputs]
 
     ordo.spawn(step)
+    kinds = {"AllReduce": 4 * 4, "AllGather": 3 * world * 4, "ReduceScatter": 5 * 4, "AllToAll": 6 * world * 4,
+             "CollectivePermute": 7 * 4, "CollectiveBroadcast": 8 * 4}
     for device in range(world):
-        assert ordo.counter_value("AllReduce", device) == 1
+        for kind, size in kinds.items():
+            assert (ordo.counter_value(kind, device), ordo.counter_value(kind + "Bytes", device)) == (1, size), kind
         assert ordo.counter_value("MarkStep", device) == 1
-        assert ordo.metric_data("CollectiveBytes", device)[1] == 16
+        assert ordo.metric_data("CollectiveBytes", device)[:2] == (len(kinds), sum(kinds.values()))
+    report = ordo.metrics_report()
+    for kind, size in kinds.items():
+        assert ordo.counter_value(kind + "Bytes") == world * size
+        assert f"Counter: {kind}\n  Value: {world}\nCounter: {kind}Bytes\n  Value: {world * size}\n" in report
     assert ordo.counter_value("AllReduce") == world
 
 

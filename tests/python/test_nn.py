@@ -1,11 +1,4 @@
-"""ordo.nn against torch.nn 1.13 (same weights), and ordo.save / ordo.load."""
-
-import collections
-import os
-import pickle
-import subprocess
-import sys
-from pathlib import Path
+"""ordo.nn against torch.nn 1.13 (same weights); ordo.save / ordo.load are in test_checkpoint.py."""
 
 import numpy as np
 import pytest
@@ -13,7 +6,6 @@ import torch
 
 import ordo
 
-ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = {np.float32: 1e-5, np.float64: 1e-10}
 
 
@@ -115,56 +107,3 @@ def test_to_casts_parameters_and_keeps_them_leaves():
     weight = model[0].weight
     model.to(np.float64)
     assert model[0].weight is weight and weight.dtype == np.float64 and weight.requires_grad and weight.is_leaf
-
-
-def test_save_and_load_round_trip_bitwise_in_a_fresh_process(tmp_path):
-    nan_payload = np.array([np.nan], np.float64).view(np.uint64) | np.uint64(0x1234)
-    state = {"model": models(np.float32)[0].state_dict(), "step": 7, "lr": 0.5, "name": "run", "none": None,
-             "nested": [ordo.tensor(nan_payload.view(np.float64)), (ordo.tensor([1, 2]), True)]}
-    path = tmp_path / "ckpt.ordo"
-    ordo.save(state, path)
-    script = f"""
-import numpy as np, ordo
-state = ordo.load({str(path)!r})
-print(state["step"], state["lr"], state["name"], state["none"], state["nested"][1][1])
-print(np.asarray(state["nested"][0].numpy()).view(np.uint64)[0])
-print(list(state["model"])[0], state["model"]["0.weight"].numpy().tobytes().hex())
-"""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout
-    lines = out.splitlines()
-    assert lines[0] == "7 0.5 run None True"
-    assert int(lines[1]) == int(nan_payload[0])
-    assert lines[2] == "0.weight " + state["model"]["0.weight"].numpy().tobytes().hex()
-
-
-def test_load_refuses_files_it_did_not_write(tmp_path):
-    other = tmp_path / "other.bin"
-    other.write_bytes(pickle.dumps({"a": 1}))
-    with pytest.raises(ValueError, match="not an ordo checkpoint"):
-        ordo.load(other)
-
-    class Evil:
-        def __reduce__(self):
-            return (os.system, ("echo pwned",))
-
-    forged = tmp_path / "forged.ordo"
-    forged.write_bytes(b"ORDO-CHECKPOINT 1\n" + pickle.dumps(Evil()))
-    with pytest.raises(ValueError, match="holds no"):
-        ordo.load(forged)
-
-
-def test_save_refuses_what_load_could_not_read_and_leaves_the_file_alone(tmp_path):
-    path = tmp_path / "ckpt.ordo"
-    kept = {"step": 3, "milestones": collections.Counter([3, 10, 10]), "dtype": np.dtype("float32"),
-            "scale": np.float32(0.5), "order": collections.OrderedDict(a=ordo.tensor([1.0]))}
-    ordo.save(kept, path)
-    before = path.read_bytes()
-    for bad in [np.zeros(3), 1 + 2j, lambda: 1, int, object(), {"nested": [torch.tensor([1.0])]}]:
-        with pytest.raises(TypeError, match="ordo.save: cannot save a"):
-            ordo.save({"bad": bad, "fine": 1}, path)
-        assert path.read_bytes() == before  # the earlier checkpoint is intact
-    loaded = ordo.load(path)
-    assert loaded["milestones"] == kept["milestones"] and isinstance(loaded["milestones"], collections.Counter)
-    assert loaded["dtype"] == np.float32 and loaded["scale"] == np.float32(0.5)
-    np.testing.assert_array_equal(loaded["order"]["a"].numpy(), [1.0])

@@ -109,15 +109,15 @@ std::optional<device::Failure> missing_member_failure(const Participant& p) {
 }
 
 std::string missing_members(const Participant& p) {
-  std::string out;
+  ShortList out;
   for (size_t rank : missing_ranks(p)) {
     const int device = p.channel.group()[rank];
     const Snapshot seen = p.progress[static_cast<size_t>(device)].read(p.number);
     std::string what = doing(p, seen, device);
     if (std::optional<std::string> reason = p.gone.reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
-    out += str_cat(out.empty() ? "" : ", ", device, " (", what, ")");
+    out.add(str_cat(device, " (", what, ")"));
   }
-  return out;
+  return out.text();
 }
 
 }  // namespace ordo::comm

@@ -135,7 +135,7 @@ class CrossCollective::Watch {
   // process 1 (host vm, pid 42)": what its process last said it does.
   std::string missing(const std::vector<bool>& heard) const {
     const GroupPlan& plan = owner_.plan_;
-    std::string out;
+    ShortList out;
     for (size_t p = 0; p < plan.processes.size(); ++p) {
       if (p == plan.me || heard[p]) continue;
       for (size_t rank : plan.ranks_of[p]) {
@@ -149,10 +149,10 @@ class CrossCollective::Watch {
         }
         // A member that arrived waits in its process for the others there.
         if (what == ProgressBoard::Seen::kArriving) continue;
-        out += str_cat(out.empty() ? "" : ", ", device, " (", what, ")", owner_.on(device));
+        out.add(str_cat(device, " (", what, ")", owner_.on(device)));
       }
     }
-    return out;
+    return out.text();
   }
 
   const CrossCollective& owner_;

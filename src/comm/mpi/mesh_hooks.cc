@@ -19,12 +19,13 @@ namespace ordo::comm {
 namespace {
 
 // What the SIGTERM handler writes: the head, then " no failure" or ": "
-// and the deaths. Static storage, never freed, written before it is
-// published (g_sigterm_deaths_length, release; the handler acquires).
+// and the failures (deaths, and peers' device failures: a process that
+// named a peer's error must not then say it saw none). Static storage, never freed, written before it is
+// published (g_sigterm_failures_length, release; the handler acquires).
 char g_sigterm_head[512];
 size_t g_sigterm_head_length = 0;
-char g_sigterm_deaths[3072];  // with the head, under PIPE_BUF: one atomic write to mpirun's pipe
-std::atomic<size_t> g_sigterm_deaths_length{0};
+char g_sigterm_failures[3072];  // with the head, under PIPE_BUF: one atomic write to mpirun's pipe
+std::atomic<size_t> g_sigterm_failures_length{0};
 static_assert(std::atomic<size_t>::is_always_lock_free, "read from a signal handler");
 
 std::terminate_handler g_previous_terminate = nullptr;
@@ -50,14 +51,14 @@ size_t append(char* line, size_t at, const char* bytes, size_t size) {
 // another process's output.
 void on_sigterm(int) {
   static const char kNone[] = " no failure\n";
-  char line[sizeof(g_sigterm_head) + sizeof(g_sigterm_deaths) + sizeof(kNone)];
+  char line[sizeof(g_sigterm_head) + sizeof(g_sigterm_failures) + sizeof(kNone)];
   size_t at = append(line, 0, g_sigterm_head, g_sigterm_head_length);
-  const size_t deaths = g_sigterm_deaths_length.load(std::memory_order_acquire);
-  if (deaths == 0) {
+  const size_t failures = g_sigterm_failures_length.load(std::memory_order_acquire);
+  if (failures == 0) {
     at = append(line, at, kNone, sizeof(kNone) - 1);
   } else {
     at = append(line, at, ": ", 2);
-    at = append(line, at, g_sigterm_deaths, deaths);
+    at = append(line, at, g_sigterm_failures, failures);
     at = append(line, at, "\n", 1);
   }
   write_all(line, at);
@@ -99,12 +100,12 @@ void terminate_with_last_words() {
 
 }  // namespace
 
-void record_death_for_sigterm(const std::string& reason) {
-  size_t length = g_sigterm_deaths_length.load(std::memory_order_relaxed);
+void record_failure_for_sigterm(const std::string& reason) {
+  size_t length = g_sigterm_failures_length.load(std::memory_order_relaxed);
   const std::string text = length == 0 ? reason : "; " + reason;
-  const size_t copied = std::min(text.size(), sizeof(g_sigterm_deaths) - length);
-  std::memcpy(g_sigterm_deaths + length, text.data(), copied);
-  g_sigterm_deaths_length.store(length + copied, std::memory_order_release);
+  const size_t copied = std::min(text.size(), sizeof(g_sigterm_failures) - length);
+  std::memcpy(g_sigterm_failures + length, text.data(), copied);
+  g_sigterm_failures_length.store(length + copied, std::memory_order_release);
 }
 
 void install_mesh_hooks(const MpiWorld& world) {

@@ -13,10 +13,11 @@ namespace ordo::comm {
 // (chained to the previous one) and the atexit goodbye.
 void install_mesh_hooks(const MpiWorld& world);
 
-// Adds a death to what the SIGTERM handler prints. Async-signal-safe to
+// Adds a failure (a process's death, or a device's failure a peer announced)
+// to what the SIGTERM handler prints. Async-signal-safe to
 // read against: the bytes already published never change. One writer at a
 // time (the mesh's mu).
-void record_death_for_sigterm(const std::string& reason);
+void record_failure_for_sigterm(const std::string& reason);
 
 // The atexit hook (process_mesh.cc): goodbye, then the mesh thread stops.
 void say_goodbye_at_exit();

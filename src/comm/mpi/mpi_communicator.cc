@@ -152,12 +152,12 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
     const GroupPlan& plan = group_.meeting.plan();
     const std::string where = call_ != nullptr ? describe_at(*call_, sequence, plan.group)
                                                : str_cat(ir::op_name(op_), " #", sequence, " on group ", plan.text);
-    std::string absent;
+    ShortList absent_list;
     for (int d : missing) {
-      absent += str_cat(absent.empty() ? "" : ", ", d, " (",
-                        comm_.board_.seen(d, number_).doing(number_, plan.text, sequence), ") on ",
-                        comm_.world_.describe_process(comm_.world_.topology().process()));
+      absent_list.add(str_cat(d, " (", comm_.board_.seen(d, number_).doing(number_, plan.text, sequence), ") on ",
+                              comm_.world_.describe_process(comm_.world_.topology().process())));
     }
+    const std::string absent = absent_list.text();
     // A local member that ran this collective's number elsewhere never comes.
     for (int d : missing) {
       const ProgressBoard::Seen seen = comm_.board_.seen(d, number_);

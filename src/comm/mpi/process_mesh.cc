@@ -206,6 +206,11 @@ void ProcessMesh::State::on_frame(int q, const MeshFrame& frame) {
       on_death(q, str_cat(peer.name, " ", frame.words));
       return;
     case FrameKind::kDeviceNews:
+      if (frame.news.kind == DeviceNews::Kind::kFailed) {
+        std::lock_guard<std::mutex> lock(mu);
+        record_failure_for_sigterm(str_cat("device ", frame.news.device, " of ", peer.name, " failed: ",
+                                           frame.news.reason));
+      }
       deliver_news(frame.news);
       return;
   }
@@ -242,7 +247,7 @@ void ProcessMesh::State::on_death(int q, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!dead.emplace(q, reason).second) return;
-    record_death_for_sigterm(reason);
+    record_failure_for_sigterm(reason);
   }
   MpiWorld::record_peer_failure(reason);
   deliver_death(q);

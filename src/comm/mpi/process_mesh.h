@@ -29,7 +29,8 @@
 // Process-wide hooks installed by join():
 // - SIGTERM, only if it is still SIG_DFL (Python leaves it so): writes
 //   "ordo: process p (host h): stopped by mpirun (SIGTERM) because another
-//   process ended; ordo saw: <the deaths seen>" (or "ordo saw no failure")
+//   process ended; ordo saw: <the deaths and peers' device failures seen>"
+//   (or "ordo saw no failure")
 //   with write(2) from a buffer the mesh thread keeps, then _exit(143).
 // - std::terminate: says the exception's type and what() as last words,
 //   then calls the previous terminate handler.
