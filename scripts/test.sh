@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Open MPI too: the MPI tests run when the build finds it (iproute2: the
 # two-host tests, which need root, make network namespaces with ip), and
-# PyTorch 1.13, the reference of the gradient, nn and optimizer tests, and
+# PyTorch 1.13 (the reference of the gradient, nn and optimizer tests, and,
+# with libtorch-dev's headers, the xla device: ordo._torch), and
 # matplotlib, which draws the timeline's PNG.
-scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2 python3-torch python3-matplotlib
+scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2 python3-torch libtorch-dev python3-matplotlib
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # Debian's python3: the one the extension is built for, with numpy.

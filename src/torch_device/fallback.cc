@@ -9,6 +9,7 @@
 #include "core/named_counters.h"
 #include "ordo/runtime.h"
 #include "torch_device/bridge.h"
+#include "torch_device/fallback.h"
 
 namespace ordo::torch_device {
 namespace {
@@ -20,13 +21,13 @@ int device_among(const torch::jit::Stack& stack, size_t arguments) {
   return ordo::current_device();
 }
 
+}  // namespace
+
 void fall_back_to_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t arguments = op.schema().arguments().size();
   metrics::count_named(op.schema().name(), device_among(*stack, arguments));
   at::native::cpu_fallback(op, stack);
 }
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(_, XLA, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fall_back_to_cpu>()); }
 
