@@ -139,6 +139,7 @@ TEST_F(PoolBatchNormTest, MaxPoolAndItsGradientMatchALoopOverEveryTap) {
     const auto [want, at] = reference_max(xv, g);
     expect_near(y.to_vector<double>(), want, 0);
     EXPECT_EQ(indices.to_vector<int64_t>(), at);
+    expect_near(max_pool2d(x, g.window).to_vector<double>(), want, 0);  // the values alone: another loop
     const Values gv = wavy(y.numel(), 1.1);
     y.backward(from_vector<double>(gv, y.shape()));
     Values grad(xv.size(), 0.0);

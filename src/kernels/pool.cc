@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/simd.h"
 #include "kernels/item_blocks.h"
 #include "kernels/kernels_internal.h"
 
@@ -118,8 +119,48 @@ MaxGeometry max_geometry(const ir::Attrs& attrs, const Shape& input, const Shape
           w.dilation};
 }
 
+// The larger of a and v, nan if v is (a is one already, or -inf at first):
+// torch's rule, without the branch that random data mispredicts.
+template <typename T>
+inline T max_or_nan(T a, T v) {
+  return (v > a || v != v) ? v : a;
+}
+
+// column[i] = the maximum of rows [begin, end) of the plane at column i.
+template <typename T>
+ORDO_SIMD_CLONES void column_max(T* __restrict column, const T* plane, int64_t width, int64_t begin, int64_t end) {
+  std::copy(plane + begin * width, plane + (begin + 1) * width, column);
+  for (int64_t ih = begin + 1; ih < end; ++ih) {
+    const T* row = plane + ih * width;
+    for (int64_t i = 0; i < width; ++i) column[i] = max_or_nan(column[i], row[i]);
+  }
+}
+
+// The values alone, without dilation: each output row's window rows are
+// folded into one row by a vector loop, then each window takes the maximum
+// of its columns there. The same values as window_max's, but for the sign
+// of a zero that ties with another zero.
+template <typename T>
+void max_pool_plane_by_columns(const MaxGeometry& g, const T* in, T* out, T* column) {
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
+    column_max(column, in, g.planes.in_w, r.begin, r.end);
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
+      T best = column[c.begin];
+      for (int64_t iw = c.begin + 1; iw < c.end; ++iw) best = max_or_nan(best, column[iw]);
+      out[oh * g.planes.out_w + ow] = best;
+    }
+  }
+}
+
 template <typename T>
 void max_pool_plane(const MaxGeometry& g, const T* in, T* out, int64_t* indices) {
+  if (indices == nullptr && g.dh == 1 && g.dw == 1) {
+    std::vector<T> column(static_cast<size_t>(g.planes.in_w));
+    max_pool_plane_by_columns(g, in, out, column.data());
+    return;
+  }
   for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
     for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
       const Extreme<T> e = window_max(in, g.planes.in_w, g.rows[static_cast<size_t>(oh)],

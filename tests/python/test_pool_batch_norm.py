@@ -82,6 +82,7 @@ def test_max_pool2d_keeps_torchs_ties_and_nans():
         theirs, at = TF.max_pool2d(torch.tensor(values), 2, return_indices=True)
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
         np.testing.assert_array_equal(where.numpy(), at.numpy())
+        np.testing.assert_array_equal(F.max_pool2d(ordo.tensor(values), 2).numpy(), theirs.numpy())
 
 
 def test_pooling_takes_non_contiguous_inputs():
