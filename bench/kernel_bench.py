@@ -52,6 +52,10 @@ class Case:
     numpy_threads_follow: bool = False  # numpy uses N threads (BLAS) rather than one
     reference: str = "numpy"  # the library of the ratio: "numpy" or "torch"
 
+    def __post_init__(self):
+        if self.numpy is None:
+            self.reference = "torch"
+
 
 def all_cases():
     sys.path.insert(0, str(ROOT / "bench"))

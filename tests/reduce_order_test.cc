@@ -84,11 +84,8 @@ TEST_F(ReduceOrderTest, MaxAndMinKeepTheFirstZeroAndArgmaxTheFirstTie) {
   }
 }
 
-// Every reduction's result bits with ORDO_KERNEL_THREADS=threads.
-std::vector<Values> results_with_kernel_threads(const char* threads) {
-  shutdown();
-  setenv("ORDO_KERNEL_THREADS", threads, 1);
-  init(1);
+// Every reduction's result bits.
+std::vector<Values> reduction_results() {
   std::vector<Values> results;
   const std::pair<Shape, std::vector<int64_t>> cases[] = {
       {{70001}, {0}}, {{300, 301}, {0}}, {{300, 301}, {1}}, {{64, 4097}, {1}}, {{3, 70000}, {1}}};
@@ -102,23 +99,12 @@ std::vector<Values> results_with_kernel_threads(const char* threads) {
       }
     }
   }
-  shutdown();
-  unsetenv("ORDO_KERNEL_THREADS");
-  init(1);
   return results;
 }
 
 TEST_F(ReduceOrderTest, BitwiseTheSameWithOneOrTwoKernelThreads) {
-  const std::vector<Values> one = results_with_kernel_threads("1");
-  const std::vector<Values> two = results_with_kernel_threads("2");
-  ASSERT_EQ(one.size(), two.size());
-  for (size_t r = 0; r < one.size(); ++r) {
-    ASSERT_EQ(one[r].size(), two[r].size());
-    for (size_t i = 0; i < one[r].size(); ++i) {
-      // Doubles hold float32 results exactly: equal doubles are equal bits.
-      ASSERT_EQ(std::bit_cast<uint64_t>(one[r][i]), std::bit_cast<uint64_t>(two[r][i])) << "result " << r << " element " << i;
-    }
-  }
+  testing::expect_same_bits(testing::with_kernel_threads("1", reduction_results),
+                            testing::with_kernel_threads("2", reduction_results));
 }
 
 }  // namespace

@@ -15,8 +15,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <ostream>
@@ -419,6 +421,33 @@ class RejectedCalls {
   std::string pending_before_;
   int64_t compiled_before_;
 };
+
+// What results() computes on a fresh one-device runtime with
+// ORDO_KERNEL_THREADS=threads; the runtime is restarted without it after.
+template <typename F>
+std::vector<Values> with_kernel_threads(const char* threads, F results) {
+  shutdown();
+  setenv("ORDO_KERNEL_THREADS", threads, 1);
+  init(1);
+  std::vector<Values> values = results();
+  shutdown();
+  unsetenv("ORDO_KERNEL_THREADS");
+  init(1);
+  return values;
+}
+
+// Every value of one bitwise equal to the other's (doubles hold float32
+// results exactly: equal doubles are equal bits).
+inline void expect_same_bits(const std::vector<Values>& one, const std::vector<Values>& two) {
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t r = 0; r < one.size(); ++r) {
+    ASSERT_EQ(one[r].size(), two[r].size());
+    for (size_t i = 0; i < one[r].size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint64_t>(one[r][i]), std::bit_cast<uint64_t>(two[r][i]))
+          << "result " << r << " element " << i;
+    }
+  }
+}
 
 // "[2, 3] float32": names a case in failure messages.
 inline std::string describe(const Shape& shape, DType dtype) {

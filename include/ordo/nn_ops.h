@@ -10,9 +10,11 @@
 //   ordo::Tensor h = ordo::dropout(ordo::gelu(logits), 0.1, seed);
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ordo/tensor.h"
@@ -61,6 +63,62 @@ Tensor random_uniform(const Shape& shape, const Tensor& seed, double low = 0.0, 
 // 1 / (1 - p) (mask: random_uniform(seed) >= p). p = 0 returns x, p = 1
 // returns x * 0, as torch; p outside [0, 1] is an InvalidArgument.
 Tensor dropout(const Tensor& x, double p, const Tensor& seed, Caller caller = Caller::current());
+
+// ---- Pooling and batch norm, as torch 1.13's. ----
+// Inputs are (N, C, H, W), or (C, H, W) for one sample; float32 or float64.
+//
+//   ordo::Tensor y = ordo::max_pool2d(x, {.kernel = {2, 2}});          // stride = kernel
+//   ordo::Tensor z = ordo::avg_pool2d(x, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}});
+//   ordo::Tensor p = ordo::adaptive_avg_pool2d(x, {1, 1});
+//   ordo::Tensor n = ordo::batch_norm(x, running_mean, running_var, w, b, /*training=*/true);
+
+// The windows of a 2-d pooling, (height, width) pairs. Each output position
+// o covers o * stride - padding and the kernel's next positions (dilation
+// apart); ceil_mode rounds the output size up, but the last window must
+// start inside the input or its left padding. The padding is at most half
+// the kernel and every output size at least 1, or InvalidArgument.
+struct Pool2dWindow {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> stride{0, 0};  // 0: the kernel's (torch's stride=None)
+  std::array<int64_t, 2> padding{0, 0};
+  std::array<int64_t, 2> dilation{1, 1};  // max_pool2d only
+  bool ceil_mode = false;
+};
+
+// The maximum of each window (padding never wins; nan wins, as in torch).
+// The gradient reaches the first maximum of each window (the last nan).
+Tensor max_pool2d(const Tensor& x, const Pool2dWindow& window, Caller caller = Caller::current());
+// Also the int64 index of each maximum in its flattened (H, W) plane.
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dWindow& window,
+                                                  Caller caller = Caller::current());
+// The mean of each window: divided by divisor_override if given (> 0), else
+// by the window's size counting the padding (count_include_pad) or not.
+// The padding of a ceil_mode window past the right padding never counts.
+Tensor avg_pool2d(const Tensor& x, const Pool2dWindow& window, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt, Caller caller = Caller::current());
+// The mean over windows that split the plane into output_size (each >= 1):
+// output row i covers rows floor(i * H / OH) to ceil((i + 1) * H / OH).
+Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size,
+                           Caller caller = Caller::current());
+
+// Batch norm over the batch statistics of x (N, C, ...): per channel c,
+// y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c with the biased
+// variance. weight and bias (C) may be undefined (1 and 0). Also returns
+// the mean and the biased variance (for running statistics), which carry
+// gradients too. Needs more than one value per channel.
+struct BatchNormTraining {
+  Tensor output, mean, var;
+};
+BatchNormTraining batch_norm_training(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5,
+                                      Caller caller = Caller::current());
+
+// torch.nn.functional.batch_norm. Training: batch statistics, and when the
+// running statistics are defined they are reassigned (no gradient) to
+// (1 - momentum) * running + momentum * batch, the variance unbiased
+// (N / (N - 1)). Not training: the running statistics normalize.
+Tensor batch_norm(const Tensor& x, Tensor& running_mean, Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5,
+                  Caller caller = Caller::current());
 
 }  // namespace ordo
 

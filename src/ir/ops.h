@@ -24,6 +24,7 @@ enum class OpGroup : uint8_t {
   kMovement,
   kRandom,
   kCollective,
+  kNn,  // the fused layers of training: pooling, batch norm
 };
 
 std::string_view op_name(OpKind op);

@@ -36,9 +36,57 @@ void bind_conv_ops(py::module_& m) {
   bind("conv2d", &conv2d);
 }
 
+using Pair = std::array<int64_t, 2>;
+
+Pool2dWindow pool_window(Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode) {
+  return {kernel, stride, padding, dilation, ceil_mode};
+}
+
+// None (undefined) or a tensor; the handle is the Python object's own, so
+// that batch_norm's reassignment of a running statistic reaches it.
+Tensor* optional_tensor(py::handle value, Tensor& none) {
+  return value.is_none() ? &none : &value.cast<Tensor&>();
+}
+
+void bind_pool_and_norm(py::module_& m) {
+  m.def("max_pool2d", [](const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode) {
+    return max_pool2d(x, pool_window(kernel, stride, padding, dilation, ceil_mode), kPythonCaller);
+  }, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
+        py::arg("ceil_mode"));
+  m.def("max_pool2d_with_indices", [](const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation,
+                                      bool ceil_mode) {
+    return max_pool2d_with_indices(x, pool_window(kernel, stride, padding, dilation, ceil_mode), kPythonCaller);
+  }, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
+        py::arg("ceil_mode"));
+  m.def("avg_pool2d", [](const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode,
+                         bool count_include_pad, std::optional<int64_t> divisor_override) {
+    return avg_pool2d(x, pool_window(kernel, stride, padding, {1, 1}, ceil_mode), count_include_pad,
+                      divisor_override, kPythonCaller);
+  }, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("ceil_mode"),
+        py::arg("count_include_pad"), py::arg("divisor_override"));
+  m.def("adaptive_avg_pool2d", [](const Tensor& x, Pair output_size) {
+    return adaptive_avg_pool2d(x, output_size, kPythonCaller);
+  }, py::arg("x"), py::arg("output_size"));
+  m.def("batch_norm_training", [](const Tensor& x, py::handle weight, py::handle bias, double eps) {
+    Tensor none;
+    BatchNormTraining out = batch_norm_training(x, *optional_tensor(weight, none), *optional_tensor(bias, none), eps,
+                                                kPythonCaller);
+    return py::make_tuple(out.output, out.mean, out.var);
+  }, py::arg("x"), py::arg("weight"), py::arg("bias"), py::arg("eps"));
+  m.def("batch_norm", [](const Tensor& x, py::handle running_mean, py::handle running_var, py::handle weight,
+                         py::handle bias, bool training, double momentum, double eps) {
+    Tensor none_mean, none_var, none_weight, none_bias;
+    return batch_norm(x, *optional_tensor(running_mean, none_mean), *optional_tensor(running_var, none_var),
+                      *optional_tensor(weight, none_weight), *optional_tensor(bias, none_bias), training, momentum,
+                      eps, kPythonCaller);
+  }, py::arg("x"), py::arg("running_mean"), py::arg("running_var"), py::arg("weight"), py::arg("bias"),
+        py::arg("training"), py::arg("momentum"), py::arg("eps"));
+}
+
 }  // namespace
 
 void bind_nn_ops(py::module_& m) {
+  bind_pool_and_norm(m);
   m.def("softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim, kPythonCaller); }, py::arg("x"),
         py::arg("dim"));
   m.def("log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim, kPythonCaller); },

@@ -4,19 +4,15 @@ and dropout: the same seed gives the same bits whatever the thread count,
 a new seed each step recompiles nothing."""
 
 import math
-import os
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import ordo
+from kernel_threads import digests_with_kernel_threads
 
-ROOT = Path(__file__).resolve().parents[2]
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-13)}
 
@@ -187,13 +183,8 @@ print(hashlib.sha256(u.tobytes() + d.tobytes()).hexdigest())
 
 
 def test_random_bits_do_not_depend_on_the_kernel_thread_count():
-    digests = []
-    for threads in ("1", "2"):
-        result = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], capture_output=True, text=True, timeout=120,
-                                env=dict(os.environ, ORDO_KERNEL_THREADS=threads, PYTHONPATH=str(ROOT / "python")))
-        assert result.returncode == 0, result.stderr
-        digests.append(result.stdout.strip())
-    assert digests[0] == digests[1]
+    first, second = digests_with_kernel_threads(THREADS_SCRIPT)
+    assert first == second
 
 
 def test_a_new_seed_each_step_recompiles_nothing():

@@ -11,7 +11,8 @@ from ._layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Li
                       Sigmoid, Softmax, Tanh)
 from ._losses import CrossEntropyLoss, MSELoss, NLLLoss
 from ._module import Module, Parameter
+from ._pool_norm import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, MaxPool2d, SyncBatchNorm
 
-__all__ = ["GELU", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "SyncBatchNorm", "GELU", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
            "LogSoftmax", "MSELoss", "Module", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax",
            "Tanh", "functional", "utils"]

@@ -140,14 +140,15 @@ class Module:
                 p.grad = None if set_to_none else _C.full(list(p.shape), 0, p.dtype, p._device)
 
     def to(self, dtype):
-        """Every parameter and buffer cast to dtype, keeping the parameters' identity (optimizers made
+        """Every floating parameter and buffer cast to dtype, keeping the parameters' identity (optimizers made
         afterwards see them)."""
         dtype = np.dtype(dtype)
         with no_grad():
             for module in self.modules():
                 for table in (module._parameters, module._buffers):
                     for name, value in table.items():
-                        if value is not None and value.dtype != dtype:
+                        # Only floating values, as torch's (num_batches_tracked stays int64).
+                        if value is not None and value.dtype.kind == "f" and value.dtype != dtype:
                             requires_grad = value.requires_grad
                             value._rebind(_C.cast(value, dtype))
                             if requires_grad:
@@ -163,15 +164,19 @@ class Module:
     # ---- State. ----
     def state_dict(self):
         """An OrderedDict of every parameter and buffer by PyTorch's key ('0.weight'), detached."""
-        state = OrderedDict()
-        for name, value in list(self.named_parameters()) + list(self.named_buffers()):
-            state[name] = value.detach()
-        return state
+        return OrderedDict((name, value.detach()) for name, value in self._named_state())
+
+    def _named_state(self):
+        """Each module's parameters, then its buffers, module by module (torch's order)."""
+        for prefix, module in self.named_modules():
+            for name, value in list(module._parameters.items()) + list(module._buffers.items()):
+                if value is not None:
+                    yield (f"{prefix}.{name}" if prefix else name), value
 
     def load_state_dict(self, state_dict, strict=True):
         """Copies the values into this module's parameters and buffers (which stay what they are:
         leaves that require a gradient). strict: every key must match, as PyTorch's."""
-        own = OrderedDict(list(self.named_parameters()) + list(self.named_buffers()))
+        own = OrderedDict(self._named_state())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []

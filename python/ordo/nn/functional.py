@@ -1,5 +1,7 @@
 """ordo.nn.functional: what the layers compute, as torch.nn.functional's."""
 
+import numbers
+
 import numpy as np
 
 from .. import _C
@@ -160,3 +162,66 @@ def embedding(input, weight):  # noqa: A002
     flat = _C.reshape(input, [int(np.prod(input.shape, dtype=np.int64))])
     rows = _C.index_select(weight, 0, flat)
     return _C.reshape(rows, list(input.shape) + [weight.shape[1]])
+
+
+def _pair(what, value, name):
+    """An int or a sequence of one or two ints as (height, width), as torch's."""
+    values = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    if len(values) not in (1, 2) or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                            for v in values):
+        raise TypeError(f"{what}: {name} must be an int or a tuple of one or two ints, got {value!r}")
+    return [int(values[0]), int(values[-1])]
+
+
+def _pool_stride(what, kernel, stride):
+    """torch's stride=None (or empty): the kernel's. (ordo's C++ API reads a
+    stride of 0 as the kernel's, so a 0 given here is refused here.)"""
+    if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0):
+        return kernel
+    pair = _pair(what, stride, "stride")
+    if min(pair) <= 0:
+        raise ValueError(f"{what}: kernel, stride and dilation must be positive, got stride {stride!r}")
+    return pair
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The maximum of each window of an (N, C, H, W) or (C, H, W) input; with
+    return_indices also each maximum's index in its flattened (H, W) plane."""
+    kernel = _pair("max_pool2d", kernel_size, "kernel_size")
+    args = (input, kernel, _pool_stride("max_pool2d", kernel, stride), _pair("max_pool2d", padding, "padding"),
+            _pair("max_pool2d", dilation, "dilation"), bool(ceil_mode))
+    return _C.max_pool2d_with_indices(*args) if return_indices else _C.max_pool2d(*args)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    """The mean of each window: divided by divisor_override, else by the
+    window's size with the padding (count_include_pad) or without."""
+    kernel = _pair("avg_pool2d", kernel_size, "kernel_size")
+    if divisor_override is not None and (not isinstance(divisor_override, numbers.Integral) or divisor_override <= 0):
+        raise ValueError(f"avg_pool2d: divisor_override must be a positive int, got {divisor_override!r}")
+    return _C.avg_pool2d(input, kernel, _pool_stride("avg_pool2d", kernel, stride),
+                         _pair("avg_pool2d", padding, "padding"), bool(ceil_mode), bool(count_include_pad),
+                         None if divisor_override is None else int(divisor_override))
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """The mean over output_size windows that split each plane; an entry of
+    None keeps the input's size."""
+    sizes = (output_size,) if output_size is None or isinstance(output_size, numbers.Integral) else tuple(output_size)
+    if len(sizes) not in (1, 2):
+        raise TypeError(f"adaptive_avg_pool2d: output_size must be an int or a pair, got {output_size!r}")
+    sizes = [sizes[0], sizes[-1]]
+    if input.ndim not in (3, 4):
+        raise ValueError(f"adaptive_avg_pool2d: the input must be (N, C, H, W) or (C, H, W), got shape {input.shape}")
+    spatial = list(input.shape[-2:])
+    return _C.adaptive_avg_pool2d(input, [spatial[i] if s is None else int(s) for i, s in enumerate(sizes)])
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """torch's batch_norm: batch statistics when training (the running ones,
+    when given, move by momentum towards them, the variance unbiased);
+    else the running statistics normalize."""
+    return _C.batch_norm(input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))

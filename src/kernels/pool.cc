@@ -1,0 +1,332 @@
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d with their backward ops.
+// Every op works plane by plane ((n, c) pairs of an NCHW buffer): a plane's
+// result depends on that plane alone, computed in one fixed order, and the
+// blocks of planes (fixed by the shape) go to the free cores, so the bits
+// are the same whatever the thread count. Window bounds are worked out once
+// per output row and column, as torch 1.13's loops clip them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/simd.h"
+#include "kernels/item_blocks.h"
+#include "kernels/kernels_internal.h"
+
+namespace ordo::kernels {
+namespace {
+
+// One output position's window along an axis: input indices [begin, end)
+// (clipped to the input), and for avg_pool2d its extent counting padding.
+struct AxisWindow {
+  int64_t begin, end, padded_extent;
+};
+
+struct AxisParams {
+  int64_t kernel, stride, pad, dilation;
+};
+
+// attrs.ints{kh, kw, sh, sw, ph, pw, ...}; axis 0 is height, 1 width.
+AxisParams axis_params(const ir::Attrs& attrs, int axis, bool dilated) {
+  const auto& v = attrs.ints;
+  return {v[static_cast<size_t>(axis)], v[static_cast<size_t>(2 + axis)], v[static_cast<size_t>(4 + axis)],
+          dilated ? v[static_cast<size_t>(6 + axis)] : 1};
+}
+
+// max_pool2d's windows: the first in-input position reached from the start
+// by whole dilation steps, up to the last position the kernel covers.
+std::vector<AxisWindow> max_windows(const AxisParams& p, int64_t input, int64_t output) {
+  std::vector<AxisWindow> windows(static_cast<size_t>(output));
+  for (int64_t o = 0; o < output; ++o) {
+    int64_t begin = o * p.stride - p.pad;
+    const int64_t end = std::min(begin + (p.kernel - 1) * p.dilation + 1, input);
+    while (begin < 0) begin += p.dilation;
+    windows[static_cast<size_t>(o)] = {begin, end, 0};
+  }
+  return windows;
+}
+
+// avg_pool2d's windows: the padded extent stops at the right padding (a
+// ceil_mode window may reach past it), then the bounds are clipped.
+std::vector<AxisWindow> avg_windows(const AxisParams& p, int64_t input, int64_t output) {
+  std::vector<AxisWindow> windows(static_cast<size_t>(output));
+  for (int64_t o = 0; o < output; ++o) {
+    const int64_t begin = o * p.stride - p.pad;
+    const int64_t end = std::min(begin + p.kernel, input + p.pad);
+    windows[static_cast<size_t>(o)] = {std::max<int64_t>(begin, 0), std::min(end, input), end - begin};
+  }
+  return windows;
+}
+
+// adaptive_avg_pool2d's: floor(o * in / out) to ceil((o + 1) * in / out).
+std::vector<AxisWindow> adaptive_windows(int64_t input, int64_t output) {
+  std::vector<AxisWindow> windows(static_cast<size_t>(output));
+  for (int64_t o = 0; o < output; ++o) {
+    const int64_t begin = o * input / output;
+    const int64_t end = ((o + 1) * input + output - 1) / output;
+    windows[static_cast<size_t>(o)] = {begin, end, end - begin};
+  }
+  return windows;
+}
+
+struct Planes {
+  int64_t count, in_h, in_w, out_h, out_w;
+};
+
+Planes planes_of(const Shape& input, const Shape& output) {
+  return {input[0] * input[1], input[2], input[3], output[2], output[3]};
+}
+
+template <typename Body>
+void for_each_plane(const Planes& planes, Body&& body) {
+  for_each_item(planes.count, planes.in_h * planes.in_w + planes.out_h * planes.out_w, body);
+}
+
+// The window's maximum and its index in the plane, as torch: the first
+// maximum wins, a nan wins over everything (the last nan), and a window of
+// -inf keeps its first position.
+template <typename T>
+struct Extreme {
+  T value;
+  int64_t index;
+};
+
+template <typename T>
+inline Extreme<T> window_max(const T* plane, int64_t width, const AxisWindow& r, const AxisWindow& c, int64_t dh,
+                             int64_t dw) {
+  Extreme<T> best{-std::numeric_limits<T>::infinity(), r.begin * width + c.begin};
+  for (int64_t ih = r.begin; ih < r.end; ih += dh) {
+    const T* row = plane + ih * width;
+    for (int64_t iw = c.begin; iw < c.end; iw += dw) {
+      const T v = row[iw];
+      if (v > best.value || std::isnan(v)) best = {v, ih * width + iw};
+    }
+  }
+  return best;
+}
+
+struct MaxGeometry {
+  Planes planes;
+  std::vector<AxisWindow> rows, cols;
+  int64_t dh, dw;
+};
+
+MaxGeometry max_geometry(const ir::Attrs& attrs, const Shape& input, const Shape& output) {
+  const AxisParams h = axis_params(attrs, 0, true);
+  const AxisParams w = axis_params(attrs, 1, true);
+  const Planes planes = planes_of(input, output);
+  return {planes, max_windows(h, planes.in_h, planes.out_h), max_windows(w, planes.in_w, planes.out_w), h.dilation,
+          w.dilation};
+}
+
+// The larger of a and v, nan if v is (a is one already, or -inf at first):
+// torch's rule, without the branch that random data mispredicts.
+template <typename T>
+inline T max_or_nan(T a, T v) {
+  return (v > a || v != v) ? v : a;
+}
+
+// column[i] = the maximum of rows [begin, end) of the plane at column i.
+template <typename T>
+ORDO_SIMD_CLONES void column_max(T* __restrict column, const T* plane, int64_t width, int64_t begin, int64_t end) {
+  std::copy(plane + begin * width, plane + (begin + 1) * width, column);
+  for (int64_t ih = begin + 1; ih < end; ++ih) {
+    const T* row = plane + ih * width;
+    for (int64_t i = 0; i < width; ++i) column[i] = max_or_nan(column[i], row[i]);
+  }
+}
+
+// The values alone, without dilation: each output row's window rows are
+// folded into one row by a vector loop, then each window takes the maximum
+// of its columns there. The same values as window_max's, but for the sign
+// of a zero that ties with another zero.
+template <typename T>
+void max_pool_plane_by_columns(const MaxGeometry& g, const T* in, T* out, T* column) {
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
+    column_max(column, in, g.planes.in_w, r.begin, r.end);
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
+      T best = column[c.begin];
+      for (int64_t iw = c.begin + 1; iw < c.end; ++iw) best = max_or_nan(best, column[iw]);
+      out[oh * g.planes.out_w + ow] = best;
+    }
+  }
+}
+
+template <typename T>
+void max_pool_plane(const MaxGeometry& g, const T* in, T* out, int64_t* indices) {
+  if (indices == nullptr && g.dh == 1 && g.dw == 1) {
+    std::vector<T> column(static_cast<size_t>(g.planes.in_w));
+    max_pool_plane_by_columns(g, in, out, column.data());
+    return;
+  }
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const Extreme<T> e = window_max(in, g.planes.in_w, g.rows[static_cast<size_t>(oh)],
+                                      g.cols[static_cast<size_t>(ow)], g.dh, g.dw);
+      out[oh * g.planes.out_w + ow] = e.value;
+      if (indices != nullptr) indices[oh * g.planes.out_w + ow] = e.index;
+    }
+  }
+}
+
+template <typename T>
+void max_pool_backward_plane(const MaxGeometry& g, const T* grad, const T* in, T* grad_in) {
+  std::fill(grad_in, grad_in + g.planes.in_h * g.planes.in_w, T{0});
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
+    if (r.begin >= r.end) continue;
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
+      if (c.begin >= c.end) continue;
+      grad_in[window_max(in, g.planes.in_w, r, c, g.dh, g.dw).index] += grad[oh * g.planes.out_w + ow];
+    }
+  }
+}
+
+// The windows of an average and how a window's sum becomes its mean.
+struct AvgGeometry {
+  Planes planes;
+  std::vector<AxisWindow> rows, cols;
+  enum class Divisor { kClipped, kPadded, kOverride, kAdaptive } divisor;
+  int64_t divisor_override;
+};
+
+AvgGeometry avg_geometry(const ir::Attrs& attrs, const Shape& input, const Shape& output) {
+  const Planes planes = planes_of(input, output);
+  const AxisParams h = axis_params(attrs, 0, false);
+  const AxisParams w = axis_params(attrs, 1, false);
+  const int64_t override_value = attrs.ints[7];
+  const auto divisor = override_value > 0 ? AvgGeometry::Divisor::kOverride
+                       : attrs.ints[6] != 0 ? AvgGeometry::Divisor::kPadded
+                                            : AvgGeometry::Divisor::kClipped;
+  return {planes, avg_windows(h, planes.in_h, planes.out_h), avg_windows(w, planes.in_w, planes.out_w), divisor,
+          override_value};
+}
+
+AvgGeometry adaptive_geometry(const Shape& input, const Shape& output) {
+  const Planes planes = planes_of(input, output);
+  return {planes, adaptive_windows(planes.in_h, planes.out_h), adaptive_windows(planes.in_w, planes.out_w),
+          AvgGeometry::Divisor::kAdaptive, 0};
+}
+
+// sum / divisor as torch computes it (adaptive: / kh / kw, in two steps).
+template <typename T>
+inline T mean_of(const AvgGeometry& g, T sum, const AxisWindow& r, const AxisWindow& c) {
+  const int64_t kh = r.end - r.begin;
+  const int64_t kw = c.end - c.begin;
+  switch (g.divisor) {
+    case AvgGeometry::Divisor::kOverride: return sum / static_cast<T>(g.divisor_override);
+    case AvgGeometry::Divisor::kPadded: return sum / static_cast<T>(r.padded_extent * c.padded_extent);
+    case AvgGeometry::Divisor::kClipped: return sum / static_cast<T>(kh * kw);
+    case AvgGeometry::Divisor::kAdaptive: break;
+  }
+  return sum / static_cast<T>(kh) / static_cast<T>(kw);
+}
+
+template <typename T>
+void avg_pool_plane(const AvgGeometry& g, const T* in, T* out) {
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
+      T sum = 0;
+      for (int64_t ih = r.begin; ih < r.end; ++ih) {
+        const T* row = in + ih * g.planes.in_w;
+        for (int64_t iw = c.begin; iw < c.end; ++iw) sum += row[iw];
+      }
+      out[oh * g.planes.out_w + ow] = mean_of(g, sum, r, c);
+    }
+  }
+}
+
+template <typename T>
+void avg_pool_backward_plane(const AvgGeometry& g, const T* grad, T* grad_in) {
+  std::fill(grad_in, grad_in + g.planes.in_h * g.planes.in_w, T{0});
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
+      const T share = mean_of(g, grad[oh * g.planes.out_w + ow], r, c);
+      for (int64_t ih = r.begin; ih < r.end; ++ih) {
+        T* row = grad_in + ih * g.planes.in_w;
+        for (int64_t iw = c.begin; iw < c.end; ++iw) row[iw] += share;
+      }
+    }
+  }
+}
+
+// The forward (input: x; outputs: the maxima and, with attrs.flag, their
+// indices) or the backward (inputs: the output's gradient and x).
+void run_max_pool(const KernelArgs& args, bool backward) {
+  const device::Buffer& x = *args.inputs[backward ? 1 : 0];
+  const device::Buffer& out = make_output(args, 0);
+  int64_t* indices = !backward && args.attrs.flag ? make_output(args, 1).mutable_data<int64_t>() : nullptr;
+  const MaxGeometry g = max_geometry(args.attrs, x.shape, backward ? args.inputs[0]->shape : out.shape);
+  const int64_t in_plane = g.planes.in_h * g.planes.in_w;
+  const int64_t out_plane = g.planes.out_h * g.planes.out_w;
+  visit_dtype(FloatingTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
+    for_each_plane(g.planes, [&](int64_t p) {
+      const T* plane = x.data<T>() + p * in_plane;
+      if (backward) {
+        max_pool_backward_plane(g, args.inputs[0]->data<T>() + p * out_plane, plane,
+                                out.mutable_data<T>() + p * in_plane);
+      } else {
+        max_pool_plane(g, plane, out.mutable_data<T>() + p * out_plane,
+                       indices == nullptr ? nullptr : indices + p * out_plane);
+      }
+    });
+  });
+}
+
+// The forward (input: x) or the backward (input: the output's gradient).
+void run_avg_pool(const KernelArgs& args, const AvgGeometry& g, bool backward) {
+  const device::Buffer& in = *args.inputs[0];
+  const device::Buffer& out = make_output(args);
+  const int64_t in_plane = g.planes.in_h * g.planes.in_w;
+  const int64_t out_plane = g.planes.out_h * g.planes.out_w;
+  visit_dtype(FloatingTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
+    for_each_plane(g.planes, [&](int64_t p) {
+      if (backward) {
+        avg_pool_backward_plane(g, in.data<T>() + p * out_plane, out.mutable_data<T>() + p * in_plane);
+      } else {
+        avg_pool_plane(g, in.data<T>() + p * in_plane, out.mutable_data<T>() + p * out_plane);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+template <>
+void run<ir::OpKind::kMaxPool2d>(const KernelArgs& args) {
+  run_max_pool(args, false);
+}
+
+template <>
+void run<ir::OpKind::kMaxPool2dBackward>(const KernelArgs& args) {
+  run_max_pool(args, true);
+}
+
+template <>
+void run<ir::OpKind::kAvgPool2d>(const KernelArgs& args) {
+  run_avg_pool(args, avg_geometry(args.attrs, args.inputs[0]->shape, args.output_types[0].shape), false);
+}
+
+template <>
+void run<ir::OpKind::kAvgPool2dBackward>(const KernelArgs& args) {
+  run_avg_pool(args, avg_geometry(args.attrs, args.output_types[0].shape, args.inputs[0]->shape), true);
+}
+
+template <>
+void run<ir::OpKind::kAdaptiveAvgPool2d>(const KernelArgs& args) {
+  run_avg_pool(args, adaptive_geometry(args.inputs[0]->shape, args.output_types[0].shape), false);
+}
+
+template <>
+void run<ir::OpKind::kAdaptiveAvgPool2dBackward>(const KernelArgs& args) {
+  run_avg_pool(args, adaptive_geometry(args.output_types[0].shape, args.inputs[0]->shape), true);
+}
+
+}  // namespace ordo::kernels
