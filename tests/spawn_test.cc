@@ -205,6 +205,29 @@ TEST_F(SpawnTest, DevicesAreDrivenAgainAfterASpawn) {
   for (const Tensor& sum : sums) EXPECT_EQ(sum.item<float>(), 10);
 }
 
+TEST_F(SpawnTest, AShutdownInASpawnedFunctionIsRefusedAndItsPeersGoOn) {
+  // Before, it was accepted: the peers went on in a new runtime whose
+  // device 1 nobody drove, and waited for it until the timeout.
+  std::string refused;
+  std::vector<float> sums(4, 0);
+  spawn([&](int ordinal) {
+    if (ordinal == 1) {
+      try {
+        shutdown();
+      } catch (const InvalidArgument& e) {
+        refused = e.what();
+      }
+    }
+    sums[ordinal] = all_reduce(ReduceType::kSum, ones({})).item<float>();
+  });
+  EXPECT_EQ(refused,
+            "shutdown: called by the spawn function of ordinal 1; only the caller of spawn may do this, after spawn "
+            "returned");
+  EXPECT_EQ(sums, (std::vector<float>{4, 4, 4, 4}));
+  shutdown();  // the caller may, after spawn returned
+  EXPECT_FALSE(is_initialized());
+}
+
 TEST_F(SpawnTest, AThreadEndedEarlyCountsAsAFailure) {
   try {
     spawn([](int ordinal) {

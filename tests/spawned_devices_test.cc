@@ -148,26 +148,27 @@ TEST_F(SpawnedDevicesTest, WithoutAbsenceAPeerWaitsForADeviceWhoseCallReturned) 
                       message_of(outcomes[0].error));
 }
 
-TEST_F(SpawnedDevicesTest, ARuntimeThatACallStartedHearsNothingOfTheSpawn) {
-  // Device 0's call replaces the runtime, then throws and device 1 returns:
-  // neither may be told to the new runtime, whose devices 0 and 1 have
-  // peers that drive them.
-  std::atomic<bool> device1_called{false}, replaced{false};
-  const std::vector<SpawnedOutcome> outcomes = SpawnedDevices(
-      [&](int ordinal) {
-        if (ordinal == 1) {
-          device1_called = true;  // out of ordo until the restart is done
-          while (!replaced) std::this_thread::yield();
-          return;
-        }
-        while (!device1_called) std::this_thread::yield();
-        shutdown();
-        init(2);
-        replaced = true;
-        throw std::runtime_error("after the restart");
+TEST_F(SpawnedDevicesTest, ARuntimeStartedDuringTheSpawnHearsNothingOfIt) {
+  // The caller replaces the runtime while the calls run (as after an
+  // interrupted spawn whose threads it left behind; a call may not shut it
+  // down itself), then device 0 throws and device 1 returns: neither may
+  // be told to the new runtime, whose devices 0 and 1 have peers that
+  // drive them.
+  std::atomic<int> called{0};
+  std::atomic<bool> replaced{false};
+  SpawnedDevices devices(
+      [&](int) {
+        ++called;  // out of ordo until the restart is done
+        while (!replaced) std::this_thread::yield();
+        if (current_device() == 0) throw std::runtime_error("after the restart");
       },
-      2).finish();
-  EXPECT_EQ(message_of(outcomes[0].error), "after the restart");
+      2);
+  while (called < 2) std::this_thread::yield();
+  shutdown();
+  init(2);
+  replaced = true;
+  ASSERT_TRUE(devices.wait());  // both calls ended; finish() would clear what they told
+  EXPECT_EQ(message_of(devices.outcomes()[0].error), "after the restart");
   EXPECT_EQ(num_devices(), 2);
   // Device 0 is not gone in the new runtime: its peer waits for it (here,
   // until it times out).
@@ -181,6 +182,7 @@ TEST_F(SpawnedDevicesTest, ARuntimeThatACallStartedHearsNothingOfTheSpawn) {
     EXPECT_PRED_FORMAT2(::testing::IsSubstring, "device 1 waited 0.3 s", e.what());
   }
   ::testing::internal::GetCapturedStderr();
+  devices.finish();
 }
 
 TEST_F(SpawnedDevicesTest, ACallerInterruptedWhileTheDevicesRunTheirQueuesStillClearsTheirAbsence) {

@@ -22,7 +22,9 @@ namespace ordo {
 // count needs shutdown() first.
 void init(int num_devices);
 // Waits for every device's queue, stops the workers and resets all state.
-// Tensors of the old runtime can no longer be read or traced.
+// Tensors of the old runtime can no longer be read or traced. A thread that
+// spawn started may not call it (InvalidArgument): its peers would go on
+// in a runtime with devices nobody drives.
 void shutdown();
 bool is_initialized();
 

@@ -108,7 +108,8 @@ def wait_device_ops(devices=()):
 
 
 def shutdown():
-    """Waits for every device and stops the runtime; init() may follow."""
+    """Waits for every device and stops the runtime; init() may follow.
+    A spawned function may not call it (ValueError)."""
     _C.shutdown()
 
 

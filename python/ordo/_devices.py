@@ -86,7 +86,8 @@ def init(num_devices=None):
 
 
 def shutdown():
-    """Waits for every device, then stops the runtime (init may follow)."""
+    """Waits for every device, then stops the runtime (init may follow).
+    A spawned function may not call it (ValueError)."""
     _C.shutdown()
 
 
@@ -162,7 +163,10 @@ def spawn(fn, args=(), nprocs=None):
     Ctrl-C while spawn waits declares every spawned device failed (until
     shutdown) and interrupts what it queued: the threads' collectives and
     rendezvous fail at once with CollectiveError naming the interrupt.
-    spawn gives the threads half a second to end, then raises the
-    KeyboardInterrupt, with a note of what their calls raised (the threads
-    run in C++: ordo/_C's _spawn, where the GIL is taken for each call)."""
+    spawn gives the threads 0.3 s to end (a second Ctrl-C cuts it short),
+    then raises the KeyboardInterrupt, with a note of what their calls
+    raised and which still run: those are left behind, and the exit does
+    not wait for them. Calling shutdown in fn is refused (ValueError). The
+    threads run in C++: ordo/_C's _spawn, where the GIL is taken for each
+    call."""
     return _C._spawn(fn, args, nprocs)

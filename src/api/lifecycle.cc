@@ -1,6 +1,8 @@
 // ordo/runtime.h: starting and stopping the layers, and the devices of
 // this process. Graph cuts are in steps.cc, spawn in spawn.cc.
+#include "api/spawned_devices.h"
 #include "lazy/graph_table.h"
+#include "ordo/error.h"
 #include "ordo/runtime.h"
 #include "runtime/runtime.h"
 
@@ -8,7 +10,26 @@ namespace ordo {
 
 void init(int num_devices) { runtime::start(num_devices); }
 
-void shutdown() { lazy::stop_graphs_and_runtime(); }
+namespace {
+
+// A spawned thread that shut the runtime down would leave its peers to
+// start another one whose devices nobody drives: they would wait for them
+// until the timeout. Messages name the device by its global ordinal.
+void refuse_in_a_spawned_thread(const char* call) {
+  const int spawned = api::spawned_device_of_this_thread();
+  if (spawned < 0) return;
+  const bool known = runtime::is_running() && spawned < runtime::get().num_devices();
+  ORDO_ARG_CHECK(false, call, ": called by the spawn function of ordinal ",
+                 known ? runtime::get().global_ordinal(spawned) : spawned,
+                 "; only the caller of spawn may do this, after spawn returned");
+}
+
+}  // namespace
+
+void shutdown() {
+  refuse_in_a_spawned_thread("shutdown");
+  lazy::stop_graphs_and_runtime();
+}
 
 bool is_initialized() { return runtime::is_running(); }
 

@@ -100,10 +100,13 @@ struct SpawnedDevices::State {
 
 namespace {
 
+thread_local int t_spawned_device = -1;  // the device this thread was spawned for
+
 // The body of device `ordinal`'s thread. UndefinedBehaviorSanitizer is off
 // here: it takes the catch of abi::__forced_unwind by reference (the only
 // way to let pthread_exit unwind through) for a null reference.
 __attribute__((no_sanitize("undefined"))) void run_device(SpawnedDevices::State& state, int ordinal) {
+  t_spawned_device = ordinal;
   try {
     bind_thread_to_device(ordinal);
     DeviceGuard on(ordinal);
@@ -214,6 +217,8 @@ void SpawnedDevices::abandon() {
     }
   }
 }
+
+int spawned_device_of_this_thread() { return t_spawned_device; }
 
 int first_failure(const std::vector<SpawnedOutcome>& outcomes) {
   int first = -1;

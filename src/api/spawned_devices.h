@@ -9,9 +9,11 @@
 //   std::vector<api::SpawnedOutcome> outcomes = devices.finish();
 //
 // Each thread is bound to its device (bind_thread_to_device), has it current
-// and runs fn(ordinal). What the communicator hears of the devices (never
-// once the runtime the spawn started on is gone: fn may shut it down, and
-// start another, where these devices have no peers left to tell):
+// and runs fn(ordinal); fn may not shut the runtime down (ordo::shutdown
+// refuses in these threads). What the communicator hears of the devices
+// (never once the runtime the spawn started on is gone: the caller may
+// replace it while threads left behind by an interrupt still run, and
+// these devices have no peers left to tell there):
 // - fn threw, or its thread ended before fn returned (pthread_exit,
 //   cancellation): the device failed, for good (mark_device_failed), so that
 //   its peers fail instead of waiting for it;
@@ -108,6 +110,11 @@ class SpawnedDevices {
   std::shared_ptr<State> state_;
   std::vector<std::thread> threads_;
 };
+
+// The device (its index in this process) whose spawned thread the calling
+// thread is, or -1 if it is none: such a thread may not shut the runtime
+// down under its peers.
+int spawned_device_of_this_thread();
 
 // The ordinal whose call failed first in time, or -1 if none failed.
 int first_failure(const std::vector<SpawnedOutcome>& outcomes);

@@ -23,9 +23,10 @@ using api::SpawnedDevices;
 using api::SpawnedOutcome;
 
 // How long an interrupted spawn waits for its threads to end (their waits
-// in ordo fail at once) before it raises: KeyboardInterrupt stays prompt
-// even if a thread is busy in code of its own.
-constexpr std::chrono::milliseconds kStopGrace{500};
+// in ordo fail at once, and their exceptions need a moment in Python)
+// before it raises: KeyboardInterrupt comes within a second even if a
+// thread is busy in code of its own, and even on a loaded machine.
+constexpr std::chrono::milliseconds kStopGrace{300};
 
 constexpr const char* kRaisedReason = "its spawn function raised ";
 
@@ -158,9 +159,9 @@ std::string raised_so_far(const PythonSpawn& python, const std::vector<SpawnedOu
 // each spawned device is declared failed and interrupted, so that every
 // collective and rendezvous its thread waits in, now or later, fails at
 // once for it and its peers, naming the interrupt. The threads get a
-// moment to end, so that the process need not wait for them at exit; a
-// second Ctrl-C meanwhile counts as the same interrupt. Returns the
-// ordinals still running; notes on the interrupt what the calls raised.
+// moment to end, so that the note can say what their calls raised; a
+// second Ctrl-C ends that moment. Returns the ordinals still running;
+// notes on the interrupt what the calls raised.
 std::vector<int> stop_spawned_threads(const PythonSpawn& python, SpawnedDevices& devices,
                                       py::error_already_set& interrupt,
                                       std::optional<py::error_already_set>& raised_meanwhile) {
@@ -172,16 +173,13 @@ std::vector<int> stop_spawned_threads(const PythonSpawn& python, SpawnedDevices&
   }
   const SpawnClock::time_point deadline = SpawnClock::now() + kStopGrace;
   std::vector<int> running;
-  for (;;) {
-    try {
-      running = wait_interruptibly(kNoDevice, "ordo.spawn", [&] { return devices.wait_until(deadline); });
-      break;
-    } catch (py::error_already_set& again) {
-      if (again.matches(PyExc_KeyboardInterrupt)) continue;
-      raised_meanwhile = std::move(again);  // another signal handler's exception replaces the interrupt
-      running = devices.wait_until(SpawnClock::now());
-      break;
-    }
+  try {
+    running = wait_interruptibly(kNoDevice, "ordo.spawn", [&] { return devices.wait_until(deadline); });
+  } catch (py::error_already_set& again) {
+    // Another signal handler's exception replaces the interrupt; a second
+    // Ctrl-C raises the first at once.
+    if (!again.matches(PyExc_KeyboardInterrupt)) raised_meanwhile = std::move(again);
+    running = devices.wait_until(SpawnClock::now());
   }
   std::string note =
       "ordo.spawn was interrupted; the devices' calls raised: " + raised_so_far(python, devices.outcomes());
@@ -227,18 +225,6 @@ struct JoinWithoutGil {
   }
 };
 
-// The interpreter waits at exit for the threads of a spawn that raised
-// while they still ran, as it waits for its own threads (a second Ctrl-C
-// ends the wait).
-void wait_at_exit(std::shared_ptr<SpawnedDevices> devices) {
-  py::module_::import("atexit").attr("register")(py::cpp_function(
-      [devices] {
-        while (!wait_interruptibly(kNoDevice, "exit", [&] { return devices->wait(); })) {
-        }
-      },
-      py::name("wait_for_the_threads_of_an_interrupted_spawn")));
-}
-
 py::list spawn_python_function(py::object fn, const py::object& args, const py::object& nprocs) {
   py::tuple arguments(args);
   const int64_t count = spawn_count(nprocs);
@@ -262,9 +248,11 @@ py::list spawn_python_function(py::object fn, const py::object& args, const py::
   } catch (py::error_already_set& interrupt) {
     std::optional<py::error_already_set> raised_meanwhile;
     if (!stop_spawned_threads(*python, *devices, interrupt, raised_meanwhile).empty()) {
+      // Left to run, and not waited for at exit, like Python's daemon
+      // threads: one that comes back into Python as the interpreter
+      // finalizes is ended by CPython or sleeps (waiting.h).
       devices->abandon();
       python.release();  // the threads still use it
-      wait_at_exit(devices);
     }
     if (raised_meanwhile) throw *raised_meanwhile;
     throw;

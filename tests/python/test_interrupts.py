@@ -126,7 +126,43 @@ SPAWN_BUSY = """
             ordo.all_reduce("sum", ordo.ones([4])).numpy()
 """
 
+# Device 0's call is busy in code of its own (sleeping, computing in
+# Python, waiting on a lock nobody releases) while the others wait for it
+# in a collective or a rendezvous. Before, the interrupted spawn waited for
+# it at exit, and a second Ctrl-C sent while spawn still gave its threads a
+# moment to end counted as the first: the process lived on.
+SPAWN_BESIDE_A_BUSY_CALL = """
+    lock = threading.Lock()
+    lock.acquire()
+
+    def step(index):
+        if index == 0:
+            {busy}
+            os.write(1, b"the busy call returned\\n")
+            return
+        try:
+            {wait}
+        except ordo.CollectiveError as error:
+            os.write(1, f"device {{index}}: {{type(error).__name__}}: {{error}}\\n".encode())
+            raise
+"""
+BUSY_CALLS = {
+    "sleeping": f"time.sleep({CHILD_TIME_LIMIT})",
+    "in a Python loop": "while True: pass",
+    "waiting on a lock": "lock.acquire()",
+}
 ALL_REDUCE = 'ordo.all_reduce("sum", ordo.ones([4]))'
+WAITS_BESIDE_A_BUSY_CALL = {
+    "sleeping": f"{ALL_REDUCE}.numpy()",
+    "in a Python loop": 'ordo.mesh_reduce("meet", 1.0, sum)',
+    "waiting on a lock": f"{ALL_REDUCE}.numpy()",
+}
+
+
+def spawn_beside_a_busy_call(busy):
+    return SPAWN_BESIDE_A_BUSY_CALL.format(busy=BUSY_CALLS[busy], wait=WAITS_BESIDE_A_BUSY_CALL[busy])
+
+
 INTERRUPTED_WAITS = {
     "reading a value": (f"x = {ALL_REDUCE}", "x.numpy()"),
     "wait_device_ops": (f"x = {ALL_REDUCE}; ordo.mark_step()", "ordo.wait_device_ops()"),
@@ -137,7 +173,9 @@ INTERRUPTED_WAITS = {
     "spawn of fewer devices": ("", 'ordo.spawn(lambda index: ordo.rendezvous("meet"), nprocs=3)'),
     "rendezvous": (PEER.format(wait='ordo.rendezvous("meet")'), 'ordo.rendezvous("meet")'),
     "mesh_reduce": (PEER.format(wait='ordo.mesh_reduce("meet", 1.0, sum)'), 'ordo.mesh_reduce("meet", 1.0, sum)'),
+    **{f"spawn beside a call {busy}": (spawn_beside_a_busy_call(busy), "ordo.spawn(step)") for busy in BUSY_CALLS},
 }
+EXIT_SECONDS = 2.0  # from the first SIGINT until the child has ended
 SETTLE_SECONDS = 0.5  # from "ready" until the child surely waits
 SECOND_SIGINT_AFTER = 0.2
 
@@ -163,7 +201,8 @@ def read_line(stream, timeout):
 def interrupt_child(code, signals=1):
     """Runs code in a fresh interpreter, sends it `signals` SIGINTs once it
     waits, and returns (seconds from the first SIGINT until the child
-    caught KeyboardInterrupt or None, its return code, its output)."""
+    caught KeyboardInterrupt or None, seconds until it ended, its return
+    code, its output)."""
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=child_environment(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     try:
@@ -178,26 +217,29 @@ def interrupt_child(code, signals=1):
             time.sleep(SECOND_SIGINT_AFTER)
             child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=CHILD_TIME_LIMIT)
+        exited = time.monotonic() - sent
     except subprocess.TimeoutExpired:
         child.kill()
         out, err = child.communicate()
         pytest.fail(f"the child did not exit after SIGINT:\n{out.decode()}\n{err.decode()[-3000:]}")
     output = out.decode() + err.decode()
     caught = re.search(r"interrupted at ([0-9.]+)", output)
-    return (float(caught.group(1)) - sent if caught else None), child.returncode, output
+    return (float(caught.group(1)) - sent if caught else None), exited, child.returncode, output
 
 
 @pytest.mark.parametrize("signals", [1, 2], ids=["one SIGINT", "two SIGINTs"])
 @pytest.mark.parametrize("waiting", list(INTERRUPTED_WAITS))
 def test_ctrl_c_while_an_ordo_call_waits_raises_keyboard_interrupt_promptly_and_the_process_exits(
         waiting, signals):
-    delay, returncode, output = interrupt_child(child_code(*INTERRUPTED_WAITS[waiting]), signals)
+    delay, exited, returncode, output = interrupt_child(child_code(*INTERRUPTED_WAITS[waiting]), signals)
     assert delay is not None, output
     assert delay < 1.0, output  # before, only once the collective timed out
     # The child re-raised KeyboardInterrupt: Python then ends itself with
     # SIGINT. Not an abort (SIGABRT, "terminate called recursively").
     assert returncode == -signal.SIGINT, output
     assert "terminate called" not in output
+    # Nothing it waited for holds the exit (a call busy in Python, say).
+    assert exited < EXIT_SECONDS, output
 
 
 READ_BESIDE_A_PEER = INTERRUPTED_WAITS["reading a value"][0] + textwrap.dedent(PEER.format(wait=f"{ALL_REDUCE}.numpy()"))
@@ -215,14 +257,14 @@ READ_BESIDE_A_PEER = INTERRUPTED_WAITS["reading a value"][0] + textwrap.dedent(P
      "waited"),
 ], ids=["reading a value", "rendezvous", "mesh_reduce"])
 def test_the_peers_of_an_interrupted_wait_fail_at_once_naming_the_interrupt(setup, wait, peer_error):
-    _, returncode, output = interrupt_child(child_code(setup, wait))
+    _, _, returncode, output = interrupt_child(child_code(setup, wait))
     assert returncode == -signal.SIGINT, output
     kind, message = peer_error.split(": ", 1)
     assert re.search(rf"peer: {kind}: (.*: )?{re.escape(message)}", output), output
 
 
 def test_an_interrupted_spawn_stops_its_devices_collectives_with_a_clear_error():
-    _, returncode, output = interrupt_child(child_code(*INTERRUPTED_WAITS["spawn, deadlocked"]))
+    _, _, returncode, output = interrupt_child(child_code(*INTERRUPTED_WAITS["spawn, deadlocked"]))
     assert returncode == -signal.SIGINT, output
     reason = "the main thread was interrupted by KeyboardInterrupt while ordo.spawn waited for the devices' threads"
     for index in range(3):
@@ -234,58 +276,19 @@ def test_an_interrupted_spawn_stops_its_devices_collectives_with_a_clear_error()
     assert "still running" not in output
 
 
-# Device 1's call is busy in Python for a while; the others wait in an
-# all_reduce for it.
-SPAWN_WITH_A_BUSY_CALL = """
-    def step(index):
-        if index == 1:
-            start = time.monotonic()
-            while time.monotonic() - start < {seconds}:
-                pass
-            os.write(1, b"the busy call returned\\n")
-            return
-        ordo.all_reduce("sum", ordo.ones([4])).numpy()
-"""
-
-
-def test_an_interrupted_spawn_names_the_calls_still_running_and_the_exit_waits_for_them():
-    _, returncode, output = interrupt_child(child_code(SPAWN_WITH_A_BUSY_CALL.format(seconds=2), "ordo.spawn(step)"))
+@pytest.mark.parametrize("busy", list(BUSY_CALLS))
+def test_an_interrupted_spawn_fails_the_waiting_calls_names_the_busy_one_and_the_exit_does_not_wait_for_it(busy):
+    _, exited, returncode, output = interrupt_child(child_code(spawn_beside_a_busy_call(busy), "ordo.spawn(step)"))
     assert returncode == -signal.SIGINT, output
-    assert re.search(r"note: ordo.spawn was interrupted; the devices' calls raised: (ordinal [023]: CollectiveError"
-                     r"(, )?){3}; still running: ordinals \[1\]", output), output
-    assert "the busy call returned" in output  # as the interpreter waits for its threads at exit
-
-
-def test_a_second_ctrl_c_ends_the_exit_wait_for_a_busy_spawned_call_without_a_crash():
-    # The call is still in Python as the interpreter finalizes: CPython
-    # ends its thread, which must not crash the process (SIGSEGV before).
-    code = child_code(SPAWN_WITH_A_BUSY_CALL.format(seconds=CHILD_TIME_LIMIT), "ordo.spawn(step)")
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=child_environment(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
-    try:
-        assert read_line(child.stdout, CHILD_TIME_LIMIT).strip() == "ready"
-        time.sleep(SETTLE_SECONDS)
-        child.send_signal(signal.SIGINT)
-        while not read_line(child.stdout, CHILD_TIME_LIMIT).startswith("note: "):
-            pass
-        # Ctrl-C again, as a user does, until the child ends: on a loaded
-        # machine one sent 0.2 s after the note could land while the child
-        # still printed its traceback, before the exit wait it is meant for.
-        deadline = time.monotonic() + CHILD_TIME_LIMIT / 2
-        while True:
-            child.send_signal(signal.SIGINT)
-            try:
-                out, err = child.communicate(timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() > deadline:
-                    raise
-    except (subprocess.TimeoutExpired, TimeoutError):
-        child.kill()
-        pytest.fail(f"the child did not exit after the second SIGINT: {child.communicate()}")
-    output = out.decode() + err.decode()
-    assert child.returncode == -signal.SIGINT, output
+    reason = "the main thread was interrupted by KeyboardInterrupt while ordo.spawn waited for the devices' threads"
+    for index in range(1, 4):
+        assert re.search(rf"device {index}: CollectiveError: .*{re.escape(reason)}", output), output
+    assert re.search(r"note: ordo.spawn was interrupted; the devices' calls raised: (ordinal [123]: CollectiveError"
+                     r"(, )?){3}; still running: ordinals \[0\]", output), output
+    # Before, the interpreter waited at exit for the busy call, as for a
+    # thread of its own, until it returned.
     assert "the busy call returned" not in output
+    assert exited < EXIT_SECONDS, output
 
 
 # ---- fork() beside a running runtime. ----

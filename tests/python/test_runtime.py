@@ -89,6 +89,31 @@ def test_init_and_shutdown():
     assert ordo.devices() == [ordo.Device(0), ordo.Device(1)]
 
 
+def test_shutdown_inside_spawn_is_refused_as_init_is_and_the_peers_go_on():
+    # Before, it was accepted: the other replicas went on in a new runtime
+    # whose devices nobody drove, and waited for them until the timeout.
+    ordo.set_collective_timeout(20.0, warn_seconds=20.0)
+
+    def step(index):
+        refused = []
+        for refused_call in (ordo.shutdown, lambda: ordo.init(8)):
+            if index == 1:
+                with pytest.raises(ValueError) as info:
+                    refused_call()
+                refused.append(str(info.value))
+        return refused, ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2)).numpy().tolist()
+
+    results = ordo.spawn(step)
+    (shutdown_refused, init_refused), _ = results[1]
+    assert shutdown_refused == ("shutdown: called by the spawn function of ordinal 1; only the caller of spawn may do "
+                                "this, after spawn returned")
+    assert "call shutdown() before init(8)" in init_refused
+    assert [total for _, total in results] == [[4.0, 4.0]] * 4
+    assert ordo._C.is_initialized() and ordo.world_size() == 4
+    ordo.shutdown()  # its caller may, once spawn returned
+    assert not ordo._C.is_initialized()
+
+
 def test_device_values():
     device = ordo.Device(3)
     assert device == ordo.Device(3) and device != ordo.Device(2) and device != 3
