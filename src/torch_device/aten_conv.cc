@@ -38,7 +38,8 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
     return at::native::call_fallback_fn<&fall_back_to_cpu, ATEN_OP(convolution)>::call(
         input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   }
-  ordo::ConvOptions options{ints_of(stride), ints_of(padding), ints_of(dilation), groups, ""};
+  auto list = [](at::IntArrayRef values) { return std::vector<int64_t>(values.begin(), values.end()); };
+  ordo::ConvOptions options{list(stride), list(padding), list(dilation), groups, ""};
   const ordo::Tensor& x = value_of(input, "convolution");
   const ordo::Tensor b = bias.has_value() && bias->defined() ? value_of(*bias, "convolution") : ordo::Tensor();
   const ordo::Tensor& w = value_of(weight, "convolution");

@@ -142,8 +142,9 @@ at::Tensor clamp(const at::Tensor& self, const c10::optional<at::Scalar>& min, c
 
 at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& threshold) {
   Pair p = promoted(grad_output, self, "threshold_backward");
-  ordo::Tensor keep = ordo::gt(p.b, constant(threshold, p.dtype, p.b.device()));
-  return make_xla(ordo::where(keep, p.a, ordo::zeros({}, p.dtype, p.a.device())));
+  // torch's rule: 0 where x <= threshold, else the gradient (a NaN x keeps it).
+  ordo::Tensor drop = ordo::le(p.b, constant(threshold, p.dtype, p.b.device()));
+  return make_xla(ordo::where(drop, ordo::zeros({}, p.dtype, p.a.device()), p.a));
 }
 
 // d tanh = g * (1 - y^2), d sigmoid = g * y * (1 - y), from the output y.

@@ -75,7 +75,9 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
   ordo::Tensor rows = as_rows(input);
   const int64_t n = rows.shape()[0];
   ordo::Tensor picked = ordo::reshape(ordo::gather(rows, 1, ordo::reshape(targets.index, {n, 1})), {n});
-  ordo::Tensor losses = ordo::neg(ordo::mul(picked, targets.weight));
+  // An ignored row adds nothing, even where its picked value is infinite.
+  ordo::Tensor zero = ordo::zeros({}, input.dtype(), input.device());
+  ordo::Tensor losses = ordo::where(ordo::eq(targets.weight, zero), zero, ordo::neg(ordo::mul(picked, targets.weight)));
   ordo::Tensor total_weight = ordo::sum(targets.weight);
   if (reduction == kNone) {
     return {make_xla(input.dim() == 1 ? ordo::reshape(losses, {}) : losses), make_xla(total_weight)};
@@ -95,7 +97,11 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
   ordo::Tensor g = value_of(grad_output, "nll_loss_backward");
   if (reduction == kMean) g = ordo::div(g, value_of(total_weight, "nll_loss_backward"));
   g = reduction == kNone ? ordo::reshape(g, {n}) : g;
-  ordo::Tensor coefficient = ordo::neg(ordo::mul(targets.weight, g));  // [N]
+  ordo::Tensor zero = ordo::zeros({}, input.dtype(), input.device());
+  // Rows of weight 0 (ignored) get 0, even when every row is ignored and g
+  // is 0 / 0.
+  ordo::Tensor coefficient =
+      ordo::where(ordo::eq(targets.weight, zero), zero, ordo::neg(ordo::mul(targets.weight, g)));  // [N]
   ordo::Tensor hot = ordo::one_hot(targets.index, classes, input.dtype());
   ordo::Tensor grad = ordo::mul(hot, ordo::reshape(coefficient, {n, 1}));
   return make_xla(ordo::reshape(grad, input.shape()));
@@ -150,8 +156,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
                                    ordo::mul(xhat, ordo::mean(ordo::mul(gw, xhat), dims, true)));
     dx = make_xla(ordo::mul(r, inner));
   }
-  if (mask[1] && has_weight) dw = make_xla(ordo::sum(ordo::mul(g, xhat), batch));
-  if (mask[2] && has_weight) db = make_xla(ordo::sum(g, batch));
+  if (mask[1]) dw = make_xla(ordo::sum(ordo::mul(g, xhat), batch));
+  if (mask[2]) db = make_xla(ordo::sum(g, batch));
   return {dx, dw, db};
 }
 

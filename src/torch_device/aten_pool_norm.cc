@@ -31,7 +31,7 @@ ordo::Pool2dWindow window_of(at::IntArrayRef kernel, at::IntArrayRef stride, at:
 
 // The first six ints of a pooling node's attrs (op_list.def): kernel,
 // stride, padding.
-std::vector<int64_t> window_ints(const ordo::Pool2dWindow& w) {
+ir::AttrInts window_ints(const ordo::Pool2dWindow& w) {
   return {w.kernel[0], w.kernel[1], w.stride[0], w.stride[1], w.padding[0], w.padding[1]};
 }
 
@@ -133,14 +133,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
     const bool tracked = running_mean.has_value() && running_mean->defined();
     if (tracked) {
       const double n = static_cast<double>(x.numel() / x.shape()[1]);
-      auto m = ordo::full({}, momentum, x.dtype(), x.device());
-      auto keep = ordo::full({}, 1 - momentum, x.dtype(), x.device());
+      // Inputs, not constants: momentum=None makes it 1 / num_batches_tracked.
+      auto m = constant(momentum, x.dtype(), x.device());
+      auto keep = constant(1 - momentum, x.dtype(), x.device());
       auto unbiased = ordo::mul(out.var, ordo::full({}, n / std::max(n - 1, 1.0), x.dtype(), x.device()));
       set_value_of(*running_mean, ordo::add(ordo::mul(keep, value_of(*running_mean)), ordo::mul(m, out.mean)));
       set_value_of(*running_var, ordo::add(ordo::mul(keep, value_of(*running_var)), ordo::mul(m, unbiased)));
     }
     return {make_xla(out.output), make_xla(out.mean), make_xla(ordo::rsqrt(ordo::add(out.var, eps_tensor)))};
   }
+  TORCH_CHECK_VALUE(running_mean.has_value() && running_mean->defined() && running_var.has_value() &&
+                        running_var->defined(),
+                    "batch_norm: running_mean and running_var must be defined in evaluation mode");
   const ordo::Tensor mean = value_of(*running_mean, "batch_norm");
   const ordo::Tensor invstd = ordo::rsqrt(ordo::add(value_of(*running_var, "batch_norm"), eps_tensor));
   ordo::Tensor y = ordo::mul(ordo::sub(x, per_channel(mean, x.dim())), per_channel(invstd, x.dim()));
@@ -168,6 +172,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     if (mask[2]) db = make_xla(grads.bias);
     return {dx, dw, db};
   }
+  TORCH_CHECK_VALUE(running_mean.has_value() && running_mean->defined() && running_var.has_value() &&
+                        running_var->defined(),
+                    "batch_norm_backward: running_mean and running_var must be defined in evaluation mode");
   const int64_t rank = x.dim();
   const ordo::Tensor invstd = ordo::rsqrt(ordo::add(value_of(*running_var, "batch_norm_backward"),
                                                     ordo::full({}, eps, x.dtype(), x.device())));

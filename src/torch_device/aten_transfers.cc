@@ -25,7 +25,12 @@ int device_or_current(c10::optional<at::Device> device) {
 // that fusion folds into whatever writes it next.
 at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype, c10::optional<at::Layout>,
                  c10::optional<at::Device> device, c10::optional<bool>, c10::optional<at::MemoryFormat>) {
-  return wrap(ordo::zeros(ints_of(size), dtype_or_torch_default(dtype), device_or_current(device)));
+  const Shape shape = ints_of(size);
+  if (dtype.has_value() && !holds(*dtype) && shape_numel(shape) == 0) {
+    // Nothing to hold: a placeholder PyTorch passes along (batch norm's reserve).
+    return wrap_empty(ordo::zeros(shape, DType::kInt32, device_or_current(device)), *dtype);
+  }
+  return wrap(ordo::zeros(shape, dtype_or_torch_default(dtype), device_or_current(device)));
 }
 
 at::Tensor empty_strided(c10::SymIntArrayRef size, c10::SymIntArrayRef, c10::optional<at::ScalarType> dtype,
@@ -55,9 +60,7 @@ at::Tensor to_copy(const at::Tensor& self, c10::optional<at::ScalarType> dtype, 
 // self's contents into dst.
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
   if (!is_xla(dst)) {
-    at::Tensor values = download(value_of(self, "copy_"));
-    dst.resize_(values.sizes());
-    dst.copy_(values);
+    dst.copy_(download(value_of(self, "copy_")));  // broadcasts and converts, as torch's copy_
     return dst;
   }
   const ordo::Tensor& old = value_of(dst, "copy_");
@@ -70,7 +73,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   if (is_xla(dst)) {
-    ordo::Tensor value = is_xla(self) ? value_of(self, "copy_") : upload(self, value_of(dst, "copy_").device());
+    ordo::Tensor value =
+        is_xla(self) ? value_of(self, "copy_") : upload(self.to(dst.scalar_type()), value_of(dst, "copy_").device());
     set_value_of(dst, cast_to(value, dtype_of(dst.scalar_type())));
     return dst;
   }
@@ -81,7 +85,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 // self's dtype and shape (src broadcasts).
 at::Tensor copy(const at::Tensor& self, const at::Tensor& src, bool) {
   const ordo::Tensor& old = value_of(self, "copy_");
-  ordo::Tensor value = is_xla(src) ? value_of(src, "copy_") : upload(src, old.device());
+  ordo::Tensor value = is_xla(src) ? value_of(src, "copy_") : upload(src.to(self.scalar_type()), old.device());
   TORCH_CHECK(value.device() == old.device(), "copy_: from xla:", value.device(), " into xla:", old.device(),
               ": move it with .to() first");
   return make_xla(cast_to(ordo::broadcast_to(value, old.shape()), old.dtype()));

@@ -214,10 +214,65 @@ at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& in
                                     operand(src, x.dtype(), x.device(), "scatter_add")));
 }
 
+// Ops that return lists of views: PyTorch's CPU fallback cannot bring a
+// list back to the device, so they are lowered (as slices).
+std::vector<at::Tensor> split_with_sizes(const at::Tensor& self, at::IntArrayRef sizes, int64_t dim) {
+  const ordo::Tensor& x = value_of(self, "split");
+  dim = wrap_dim(dim, self.dim(), "split");
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    TORCH_CHECK(size >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got ",
+                sizes);
+    total += size;
+  }
+  TORCH_CHECK(total == self.size(dim), "split_with_sizes expects split_sizes to sum exactly to ", self.size(dim),
+              " (input tensor's size at dimension ", dim, "), but got split_sizes=", sizes);
+  std::vector<at::Tensor> parts;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    parts.push_back(make_xla(ordo::slice(x, dim, start, start + size)));
+    start += size;
+  }
+  return parts;
+}
+
+std::vector<at::Tensor> split(const at::Tensor& self, int64_t split_size, int64_t dim) {
+  dim = wrap_dim(dim, self.dim(), "split");
+  const int64_t length = self.size(dim);
+  TORCH_CHECK(split_size > 0 || length == 0, "split expects split_size be non-negative, but got split_size=",
+              split_size);
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < length; start += split_size) sizes.push_back(std::min(split_size, length - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split_with_sizes(self, sizes, dim);
+}
+
+std::vector<at::Tensor> unbind(const at::Tensor& self, int64_t dim) {
+  dim = wrap_dim(dim, self.dim(), "unbind");
+  std::vector<at::Tensor> parts;
+  for (int64_t i = 0; i < self.size(dim); ++i) parts.push_back(select(self, dim, i));
+  return parts;
+}
+
+// The rows of weight that indices name, in indices' shape (torch.embedding;
+// its composite kernel would take a view below functionalization).
+at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t, bool, bool) {
+  TORCH_CHECK(weight.dim() == 2, "'weight' must be 2-D");
+  const ordo::Tensor& w = value_of(weight, "embedding");
+  ordo::Tensor flat = ordo::reshape(operand(indices, DType::kInt64, w.device(), "embedding"), {-1});
+  Shape shape = value_of(indices, "embedding").shape();
+  shape.push_back(w.shape()[1]);
+  return make_xla(ordo::reshape(ordo::index_select(w, 0, flat), shape));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("view_copy", TORCH_FN(view));
+  m.impl("embedding", TORCH_FN(embedding));
+  m.impl("split_copy.Tensor", TORCH_FN(split));
+  m.impl("split_with_sizes_copy", TORCH_FN(split_with_sizes));
+  m.impl("unbind_copy.int", TORCH_FN(unbind));
   m.impl("_unsafe_view", TORCH_FN(view));
   m.impl("permute_copy", TORCH_FN(permute));
   m.impl("transpose_copy.int", TORCH_FN(transpose));

@@ -38,11 +38,20 @@ at::Tensor make_xla(ordo::Tensor value) {
   return at::Tensor(c10::make_intrusive<XlaTensorImpl>(std::move(value)));
 }
 
-at::Tensor wrap(ordo::Tensor value) {
-  at::Tensor plain = make_xla(std::move(value));
+namespace {
+
+at::Tensor functional_unless_excluded(at::Tensor plain) {
   if (c10::impl::tls_local_dispatch_key_set().excluded_.has(c10::DispatchKey::Functionalize)) return plain;
   return at::functionalization::impl::to_functional_tensor(plain);
 }
+
+}  // namespace
+
+at::Tensor wrap_empty(ordo::Tensor empty_value, c10::ScalarType shown_as) {
+  return functional_unless_excluded(at::Tensor(c10::make_intrusive<XlaTensorImpl>(std::move(empty_value), shown_as)));
+}
+
+at::Tensor wrap(ordo::Tensor value) { return functional_unless_excluded(make_xla(std::move(value))); }
 
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value) {
   if (at::functionalization::impl::isFunctionalTensor(tensor)) {

@@ -24,6 +24,8 @@ at::Tensor make_xla(ordo::Tensor value);
 // caller runs with functionalization excluded (inside a functionalized op
 // functionalization wraps the outputs itself).
 at::Tensor wrap(ordo::Tensor value);
+// wrap of an empty value shown as a dtype ordo has not (XlaTensorImpl).
+at::Tensor wrap_empty(ordo::Tensor empty_value, c10::ScalarType shown_as);
 // Sets the value behind a plain or wrapped xla tensor (in place: the
 // fallback's mutated arguments, collectives on a list).
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value);

@@ -100,6 +100,8 @@ std::vector<int64_t> reduced_dims(c10::OptionalIntArrayRef dims, int64_t rank, c
   std::vector<int64_t> out;
   if (!dims.has_value() || dims->empty()) return out;
   for (int64_t d : *dims) out.push_back(wrap_dim(d, rank, op));
+  // A 0-d tensor's dim 0 (or -1) is the tensor itself: nothing to reduce.
+  if (rank == 0) out.clear();
   return out;
 }
 

@@ -7,6 +7,7 @@ find_library(ORDO_C10_LIBRARY c10)
 find_library(ORDO_TORCH_PYTHON_LIBRARY torch_python)
 if(ORDO_TORCH_INCLUDE_DIR AND ORDO_TORCH_CPU_LIBRARY AND ORDO_C10_LIBRARY AND ORDO_TORCH_PYTHON_LIBRARY)
   message(STATUS "ordo: PyTorch xla device: yes (${ORDO_TORCH_CPU_LIBRARY})")
+  set(ORDO_TORCH_DEVICE ON)
   file(GLOB ORDO_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/torch_device/*.cc)
   pybind11_add_module(ordo_torch ${ORDO_TORCH_SOURCES})
   set_target_properties(ordo_torch PROPERTIES
@@ -23,4 +24,5 @@ if(ORDO_TORCH_INCLUDE_DIR AND ORDO_TORCH_CPU_LIBRARY AND ORDO_C10_LIBRARY AND OR
   install(TARGETS ordo_torch LIBRARY DESTINATION ${ORDO_PYTHON_INSTALL_DIR}/ordo)
 else()
   message(STATUS "ordo: PyTorch xla device: no (apt-get install libtorch-dev python3-torch)")
+  set(ORDO_TORCH_DEVICE OFF)
 endif()

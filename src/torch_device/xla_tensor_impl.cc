@@ -24,6 +24,11 @@ XlaTensorImpl::XlaTensorImpl(ordo::Tensor value)
   refresh_metadata();
 }
 
+XlaTensorImpl::XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as) : XlaTensorImpl(std::move(empty_value)) {
+  TORCH_INTERNAL_ASSERT(value_.numel() == 0);
+  data_type_ = c10::scalarTypeToTypeMeta(shown_as);
+}
+
 void XlaTensorImpl::set_value(ordo::Tensor value) {
   value_ = std::move(value);
   data_type_ = type_meta_of(value_.dtype());

@@ -17,6 +17,9 @@ namespace ordo::torch_device {
 class XlaTensorImpl final : public c10::TensorImpl {
  public:
   explicit XlaTensorImpl(ordo::Tensor value);
+  // An empty tensor of a dtype ordo cannot hold (batch norm's uint8
+  // reserve space): no element is ever read, so only its dtype is shown.
+  XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as);
 
   const ordo::Tensor& value() const { return value_; }
   // Rebinds the impl to a new value (an in-place op, a copy_ into it); its

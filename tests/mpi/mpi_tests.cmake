@@ -165,6 +165,15 @@ if(ORDO_BUILD_PYTHON)
   add_test(NAME python_semantics_in_process_1x4 COMMAND ${Python3_EXECUTABLE} ${semantics})
   set_tests_properties(python_semantics_in_process_1x4 PROPERTIES ENVIRONMENT ORDO_NUM_DEVICES=4 TIMEOUT 120
     LABELS mpi)
+  # torch_xla programs on the xla device across processes, with ordo._torch.
+  if(ORDO_TORCH_DEVICE)
+    set(torch_semantics ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/torch_semantics.py)
+    ordo_add_mpi_test(NAME mpi_torch_semantics_2x2
+      ARGS -np 2 -x ORDO_NUM_DEVICES=2 ${Python3_EXECUTABLE} ${torch_semantics})
+    add_test(NAME torch_semantics_in_process_1x4 COMMAND ${Python3_EXECUTABLE} ${torch_semantics})
+    set_tests_properties(torch_semantics_in_process_1x4 PROPERTIES ENVIRONMENT ORDO_NUM_DEVICES=4 TIMEOUT 120
+      LABELS mpi)
+  endif()
   # The timeline's one file from every process (tests/mpi/python/trace.py).
   set(trace_check ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/trace.py)
   foreach(layout 2x2 3x1)

@@ -154,3 +154,76 @@ def test_ordo_errors_reach_torch_programs_as_ordo_exceptions():
             t.sum().item()
     finally:
         ordo.set_collective_timeout(300, warn_seconds=30)
+
+
+def _train_replica(index, make_optimizer, step, steps=3):
+    d = xm.xla_device()
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape))
+    model = model.to(d)
+    optimizer = make_optimizer(model.parameters())
+    g = torch.Generator().manual_seed(index)
+    for _ in range(steps):
+        x, y = torch.randn(6, 5, generator=g).to(d), torch.randint(0, 3, (6,), generator=g).to(d)
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        step(optimizer)
+        xm.mark_step()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("groups", [None, [[0, 1], [2, 3]]], ids=["one_group", "two_sharding_groups"])
+def test_zero1_steps_as_plain_data_parallel(groups):
+    from ordo.torch_xla.distributed.zero_redundancy_optimizer import ZeroRedundancyOptimizer
+
+    def plain(index):
+        return _train_replica(index, lambda p: torch.optim.AdamW(p, lr=0.01),
+                              lambda opt: xm.optimizer_step(opt, groups=groups))
+
+    def zero(index):
+        return _train_replica(index, lambda p: ZeroRedundancyOptimizer(
+            p, torch.optim.AdamW, lr=0.01, grad_clipping=False, sharding_groups=groups), lambda opt: opt.step())
+
+    for expected, got in zip(spawn_collect(plain), spawn_collect(zero)):
+        for p, q in zip(expected, got):
+            torch.testing.assert_close(q, p, rtol=1e-6, atol=1e-7)
+
+
+def test_zero1_clips_by_the_norm_of_every_shard():
+    from ordo.torch_xla.distributed.zero_redundancy_optimizer import ZeroRedundancyOptimizer
+
+    def plain(index):
+        def step(opt):
+            xm.reduce_gradients(opt)
+            torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], 0.05)
+            opt.step()
+        return _train_replica(index, lambda p: torch.optim.SGD(p, lr=0.1), step)
+
+    def zero(index):
+        return _train_replica(index, lambda p: ZeroRedundancyOptimizer(p, torch.optim.SGD, lr=0.1, max_norm=0.05),
+                              lambda opt: opt.step())
+
+    for expected, got in zip(spawn_collect(plain), spawn_collect(zero)):
+        for p, q in zip(expected, got):
+            torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+
+
+def test_replicas_that_seed_alike_build_and_draw_alike():
+    def fn(index):
+        torch.manual_seed(7)
+        model = torch.nn.Sequential(torch.nn.Linear(30, 40), torch.nn.Linear(40, 5))  # drawn on the CPU
+        d = xm.xla_device()
+        dropped = torch.nn.functional.dropout(torch.ones(64, device=d), 0.5)
+        noise = torch.randn(16, device=d)
+        xm.mark_step()
+        return [p.detach().clone() for p in model.parameters()], dropped.cpu(), noise.cpu()
+
+    results = spawn_collect(fn)
+    for params, dropped, noise in results[1:]:
+        for p, p0 in zip(params, results[0][0]):
+            assert torch.equal(p, p0)
+    # Devices seeded alike still draw their own numbers (the ordinal enters each draw's seed).
+    assert not torch.equal(results[0][1], results[1][1])
+    assert results[0][2].std() > 0.5

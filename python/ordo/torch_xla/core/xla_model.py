@@ -260,12 +260,14 @@ def do_on_ordinals(target, data=(), ordinals=(0,)):
 
 def save(data, file_or_path, master_only=True, global_master=False):
     """torch.save of data with its xla tensors on the CPU, by the master
-    ordinal only (every ordinal with master_only=False); then the replicas
-    meet, so that no replica reads the file before it is whole."""
+    ordinal only (every ordinal with master_only=False); then, in replicas
+    (xmp.spawn's threads), the replicas meet, so that none reads the file
+    before it is whole. Called from the main thread, no replica waits."""
     cpu_data = to_cpu(data)
     if not master_only or is_master_ordinal(local=not global_master):
         torch.save(cpu_data, file_or_path)
-    rendezvous("torch_xla.core.xla_model.save")
+    if threading.current_thread() is not threading.main_thread():
+        rendezvous("torch_xla.core.xla_model.save")
 
 
 def send_cpu_data_to_device(data, device):
