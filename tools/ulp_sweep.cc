@@ -169,10 +169,12 @@ bool report(OpKind op, const std::vector<VectorIsa>& sets, std::vector<Tally>& t
     Tally& t = tallies[s];
     const bool within = t.max_error <= bound;
     ok = ok && within && t.other_bits == 0;
-    std::printf("%-8s %-6s max %.4f ulp (bound %.2f%s) at %s; correctly rounded %.6f%%; %llu near (>= %.2f)",
-                name(op).c_str(), isa_name(sets[s]), t.max_error, bound, within ? "" : ", BROKEN",
-                text(t.worst).c_str(), 100.0 * double(t.correctly_rounded) / double(t.checked),
-                static_cast<unsigned long long>(t.near_count), near_threshold(bound));
+    std::printf("%-8s %-6s max %.4f ulp (bound %.2f%s) at %s; correctly rounded %.6f%%", name(op).c_str(),
+                isa_name(sets[s]), t.max_error, bound, within ? "" : ", BROKEN", text(t.worst).c_str(),
+                100.0 * double(t.correctly_rounded) / double(t.checked));
+    if (std::isfinite(near_threshold(bound))) {
+      std::printf("; %llu near (>= %.2f)", static_cast<unsigned long long>(t.near_count), near_threshold(bound));
+    }
     if (s > 0) {
       std::printf("; bits as %s: %s", isa_name(sets[0]),
                   t.other_bits ? ("DIFFER " + std::to_string(t.other_bits) + "x, first " + text(t.first_other)).c_str()
