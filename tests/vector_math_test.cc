@@ -220,7 +220,7 @@ const NearBound kNearBoundInputs[] = {
     {OpKind::kSigmoid, 0xbffce8ad},
     {OpKind::kSigmoid, 0xbffea901},
     {OpKind::kSigmoid, 0xc05d4abc},
-    {OpKind::kExp, 0x426d199b},  // 59.2750053, 0.9876 ulp
+    {OpKind::kExp, 0x426d199b},  // 59.2750053, 0.9876 ulp: the largest
     {OpKind::kExp, 0xc2463849},  // -49.554966, 0.9857 ulp
     {OpKind::kExp, 0xc0bba93d},  // -5.86440897, 0.9824 ulp
     {OpKind::kExp, 0x41d5998a},  // 26.6999702, 0.9797 ulp
@@ -260,6 +260,89 @@ const NearBound kNearBoundInputs[] = {
     {OpKind::kExp, 0x41d5989d},  // 26.6995182, 0.9718 ulp
     {OpKind::kExp, 0xc219cdd1},  // -38.4509926, 0.9718 ulp
     {OpKind::kExp, 0x41d5cca4},  // 26.7249222, 0.9718 ulp
+    {OpKind::kLog, 0x3f34fb55},  // 0.706960022, 0.8527 ulp: the largest
+    {OpKind::kSigmoid, 0xc21454a5},  // -37.0826607, 0.5032 ulp: the largest
+    {OpKind::kRsqrt, 0x0080cab3},  // 1.18276583e-38, 1.4903 ulp: the largest
+    {OpKind::kRsqrt, 0x2180cab3},  // 8.72727142e-19, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1380cab3},  // 3.25116195e-27, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2380cab3},  // 1.39636343e-17, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0780cab3},  // 1.93784353e-34, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0580cab3},  // 1.21115221e-35, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1780cab3},  // 8.3229746e-25, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1d80cab3},  // 3.4090904e-21, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0b80cab3},  // 4.96087945e-32, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0380cab3},  // 7.5697013e-37, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1580cab3},  // 5.20185913e-26, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2080cab3},  // 2.18181785e-19, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0280cab3},  // 1.89242533e-37, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1b80cab3},  // 2.1306815e-22, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0c80cab3},  // 1.98435178e-31, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1980cab3},  // 1.33167594e-23, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1880cab3},  // 3.32918984e-24, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1280cab3},  // 8.12790488e-28, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1480cab3},  // 1.30046478e-26, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1f80cab3},  // 5.45454464e-20, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0e80cab3},  // 3.17496285e-30, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2780cab3},  // 3.57469037e-15, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1e80cab3},  // 1.36363616e-20, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1080cab3},  // 5.07994055e-29, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2280cab3},  // 3.49090857e-18, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0880cab3},  // 7.75137413e-34, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0480cab3},  // 3.02788052e-36, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0180cab3},  // 4.73106331e-38, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2580cab3},  // 2.23418148e-16, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2680cab3},  // 8.93672593e-16, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0980cab3},  // 3.10054965e-33, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1c80cab3},  // 8.52272599e-22, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0680cab3},  // 4.84460883e-35, 1.4903 ulp
+    {OpKind::kRsqrt, 0x2480cab3},  // 5.58545371e-17, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1a80cab3},  // 5.32670375e-23, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1180cab3},  // 2.03197622e-28, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0f80cab3},  // 1.26998514e-29, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0d80cab3},  // 7.93740711e-31, 1.4903 ulp
+    {OpKind::kRsqrt, 0x0a80cab3},  // 1.24021986e-32, 1.4903 ulp
+    {OpKind::kRsqrt, 0x1680cab3},  // 2.08074365e-25, 1.4903 ulp
+    {OpKind::kErf, 0x0155188c},  // 3.91395329e-38, 1.0959 ulp: the largest
+    {OpKind::kTanh, 0x3dfe5120},  // 0.124178171, 0.9972 ulp: the largest
+    {OpKind::kTanh, 0xbdfe5120},  // -0.124178171, 0.9972 ulp
+    {OpKind::kTanh, 0x3dff37ee},  // 0.124618396, 0.9954 ulp
+    {OpKind::kTanh, 0xbdff37ee},  // -0.124618396, 0.9954 ulp
+    {OpKind::kTanh, 0xbdfe51e4},  // -0.124179631, 0.9944 ulp
+    {OpKind::kTanh, 0x3dfe51e4},  // 0.124179631, 0.9944 ulp
+    {OpKind::kTanh, 0x3d7efd0d},  // 0.0622530468, 0.9941 ulp
+    {OpKind::kTanh, 0xbd7efd0d},  // -0.0622530468, 0.9941 ulp
+    {OpKind::kTanh, 0xbdff3afa},  // -0.124624208, 0.9940 ulp
+    {OpKind::kTanh, 0x3dff3afa},  // 0.124624208, 0.9940 ulp
+    {OpKind::kTanh, 0x3dfee786},  // 0.124465033, 0.9938 ulp
+    {OpKind::kTanh, 0xbdfee786},  // -0.124465033, 0.9938 ulp
+    {OpKind::kTanh, 0x3dfb8dd6},  // 0.122829124, 0.9935 ulp
+    {OpKind::kTanh, 0xbdfb8dd6},  // -0.122829124, 0.9935 ulp
+    {OpKind::kTanh, 0x3cfc1b77},  // 0.030774815, 0.9934 ulp
+    {OpKind::kTanh, 0xbcfc1b77},  // -0.030774815, 0.9934 ulp
+    {OpKind::kTanh, 0xbdfb7cd6},  // -0.122796699, 0.9934 ulp
+    {OpKind::kTanh, 0x3dfb7cd6},  // 0.122796699, 0.9934 ulp
+    {OpKind::kTanh, 0xbd7d1041},  // -0.0617830791, 0.9930 ulp
+    {OpKind::kTanh, 0x3d7d1041},  // 0.0617830791, 0.9930 ulp
+    {OpKind::kTanh, 0x3d7e88a1},  // 0.0621420182, 0.9930 ulp
+    {OpKind::kTanh, 0xbd7e88a1},  // -0.0621420182, 0.9930 ulp
+    {OpKind::kTanh, 0xbcfc1b76},  // -0.0307748131, 0.9925 ulp
+    {OpKind::kTanh, 0x3cfc1b76},  // 0.0307748131, 0.9925 ulp
+    {OpKind::kTanh, 0x3dffb94a},  // 0.12486513, 0.9923 ulp
+    {OpKind::kTanh, 0xbdffb94a},  // -0.12486513, 0.9923 ulp
+    {OpKind::kTanh, 0x3cfe500c},  // 0.0310440287, 0.9921 ulp
+    {OpKind::kTanh, 0xbcfe500c},  // -0.0310440287, 0.9921 ulp
+    {OpKind::kTanh, 0x3dfd80e9},  // 0.123781033, 0.9920 ulp
+    {OpKind::kTanh, 0xbdfd80e9},  // -0.123781033, 0.9920 ulp
+    {OpKind::kTanh, 0xbdfdc82d},  // -0.123916961, 0.9918 ulp
+    {OpKind::kTanh, 0x3dfdc82d},  // 0.123916961, 0.9918 ulp
+    {OpKind::kTanh, 0xbdfe9088},  // -0.124299109, 0.9918 ulp
+    {OpKind::kTanh, 0x3dfe9088},  // 0.124299109, 0.9918 ulp
+    {OpKind::kTanh, 0xbcfc1b75},  // -0.0307748113, 0.9915 ulp
+    {OpKind::kTanh, 0x3cfc1b75},  // 0.0307748113, 0.9915 ulp
+    {OpKind::kTanh, 0xbdfc64a0},  // -0.123238802, 0.9913 ulp
+    {OpKind::kTanh, 0x3dfc64a0},  // 0.123238802, 0.9913 ulp
+    {OpKind::kTanh, 0xbcfd57c3},  // -0.0309256371, 0.9913 ulp
+    {OpKind::kTanh, 0x3cfd57c3},  // 0.0309256371, 0.9913 ulp
 };
 
 TEST(VectorMathTest, Float32IsWithinItsBoundWhereItCameNearest) {
