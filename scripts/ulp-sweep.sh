@@ -12,7 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${ORDO_BUILD_DIR:-build}"
-if [[ ! -x "$build_dir/ordo_ulp_sweep" ]] || [[ "${ORDO_SWEEP_REBUILD:-1}" == 1 ]]; then
-  scripts/build.sh >/dev/null
-fi
+[[ -f "$build_dir/build.ninja" ]] || cmake -S . -B "$build_dir" -G Ninja >/dev/null
+cmake --build "$build_dir" --target ordo_ulp_sweep >/dev/null
 exec nice -n "${ORDO_SWEEP_NICE:-10}" "$build_dir/ordo_ulp_sweep" --threads "$(nproc)" "$@"
