@@ -4,7 +4,8 @@
 # float64 reference: the largest error in ulps per function and set, the
 # inputs near each bound, and whether the sets give the same bits
 # (tools/ulp_sweep.cc). Exits 1 when a bound is broken. On both cores, niced:
-# about 10 minutes on 2 cores. Arguments go to the program, e.g.
+# about 30 minutes on 2 busy cores (SSE2 takes its FMA from the C library,
+# lane by lane). Arguments go to the program, e.g.
 #   scripts/ulp-sweep.sh --ops sigmoid --list 50
 #   scripts/ulp-sweep.sh --stride 97        # a quick sample
 # New inputs it lists near a bound belong in tests/vector_math_test.cc's
