@@ -41,12 +41,14 @@ namespace {
 // y that may name SLEEF's functions exp and pow; sqrt_of_x the instruction,
 // which is correctly rounded (SLEEF's sqrt u05 adds a Newton step the
 // hardware does not need: 2x the time); fma_of_xyz x * y + z rounded once;
-// lookup_of_table_index the lanes of a 32-entry table at the index lanes.
-#define ORDO_SLEEF_LANES(Name, VecType, ScalarType, shape, isa, exp_of_x, log_of_x, tanh_of_x, sqrt_of_x, pow_of_xy, \
-                         fma_of_xyz, lookup_of_table_index)                                                       \
+// lookup_of_table_index the lanes of a 32-entry table at the index lanes;
+// Wide the float64 lanes of the set (for float32 ops computed in float64).
+#define ORDO_SLEEF_LANES(Name, VecType, ScalarType, WideLanes, shape, isa, exp_of_x, log_of_x, tanh_of_x, sqrt_of_x, \
+                         pow_of_xy, fma_of_xyz, lookup_of_table_index)                                            \
   struct Name {                                                                                                   \
     using Vec = VecType;                                                                                          \
     using Scalar = ScalarType;                                                                                    \
+    using Wide = WideLanes;                                                                                       \
     using Index = __typeof__(Vec{} != Vec{});                                                                     \
     static constexpr auto& sleef_exp = Sleef_exp##shape##_u10##isa;                                               \
     static constexpr auto& sleef_pow = Sleef_pow##shape##_u10##isa;                                               \
@@ -62,10 +64,11 @@ namespace {
 // float32 log and tanh are ordo's own (vector_math_rows.inc), on FMA and
 // table lookups; no float64 op looks anything up.
 #define ORDO_FLOAT32_LANES(VecType, shape, isa, sqrt_of_x, fma_of_xyz, lookup_of_table_index)                     \
-  ORDO_SLEEF_LANES(F32, VecType, float, shape, isa, sleef_exp(x), float_log<F32>(x), float_tanh<F32>(x), sqrt_of_x, \
-                   sleef_pow(x, y), fma_of_xyz, lookup_of_table_index)
+  ORDO_SLEEF_LANES(F32, VecType, float, F64, shape, isa, sleef_exp(x), float_log<F32>(x), float_tanh<F32>(x),      \
+                   sqrt_of_x, sleef_pow(x, y), fma_of_xyz, lookup_of_table_index)
 #define ORDO_FLOAT64_LANES(VecType, shape, isa, sqrt_of_x, fma_of_xyz)                                            \
-  ORDO_SLEEF_LANES(F64, VecType, double, shape, isa, double_exp(x, sleef_exp), Sleef_log##shape##_u10##isa(x),    \
+  ORDO_SLEEF_LANES(F64, VecType, double, void, shape, isa, double_exp(x, sleef_exp),                                \
+                   Sleef_log##shape##_u10##isa(x),                                                                \
                    Sleef_tanh##shape##_u10##isa(x), sqrt_of_x, double_pow(x, y, sleef_pow), fma_of_xyz,           \
                    (lanewise_lookup<Vec, Scalar>(table, index)))
 
@@ -73,17 +76,17 @@ namespace {
 // lane, as the instructions would give them.
 namespace sse2 {
 #include "kernels/vector_math_rows.inc"
-ORDO_FLOAT32_LANES(__m128, f4, , _mm_sqrt_ps(x), lanewise_fma(x, y, z), (lanewise_lookup<Vec, Scalar>(table, index)))
 ORDO_FLOAT64_LANES(__m128d, d2, , _mm_sqrt_pd(x), lanewise_fma(x, y, z))
+ORDO_FLOAT32_LANES(__m128, f4, , _mm_sqrt_ps(x), lanewise_fma(x, y, z), (lanewise_lookup<Vec, Scalar>(table, index)))
 }  // namespace sse2
 
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
 namespace avx2 {
 #include "kernels/vector_math_rows.inc"
+ORDO_FLOAT64_LANES(__m256d, d4, avx2, _mm256_sqrt_pd(x), _mm256_fmadd_pd(x, y, z))
 ORDO_FLOAT32_LANES(__m256, f8, avx2, _mm256_sqrt_ps(x), _mm256_fmadd_ps(x, y, z),
                    _mm256_i32gather_ps(table, (__m256i)index, 4))
-ORDO_FLOAT64_LANES(__m256d, d4, avx2, _mm256_sqrt_pd(x), _mm256_fmadd_pd(x, y, z))
 }  // namespace avx2
 #pragma GCC pop_options
 
@@ -93,9 +96,9 @@ namespace avx512 {
 #include "kernels/vector_math_rows.inc"
 // The masked forms: GCC 12 warns that _mm512_sqrt_ps's own undefined
 // operand may be used uninitialized.
+ORDO_FLOAT64_LANES(__m512d, d8, avx512f, _mm512_mask_sqrt_pd(x, 0xff, x), _mm512_fmadd_pd(x, y, z))
 ORDO_FLOAT32_LANES(__m512, f16, avx512f, _mm512_mask_sqrt_ps(x, 0xffff, x), _mm512_fmadd_ps(x, y, z),
                    _mm512_permutex2var_ps(_mm512_load_ps(table), (__m512i)index, _mm512_load_ps(table + 16)))
-ORDO_FLOAT64_LANES(__m512d, d8, avx512f, _mm512_mask_sqrt_pd(x, 0xff, x), _mm512_fmadd_pd(x, y, z))
 }  // namespace avx512
 #pragma GCC pop_options
 

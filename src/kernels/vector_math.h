@@ -1,9 +1,12 @@
 // Row functions (elementwise_rows.h) of the transcendental float ops (exp,
-// log, tanh, sigmoid, erf, sqrt, rsqrt, pow) on vectors, within 2 ulp of the
-// C library (tests/vector_math_test.cc): SLEEF's 1-ulp functions, sqrt by
-// the (correctly rounded) instruction, float32 log (Cephes' polynomial) and
-// tanh (a table of polynomials) of ordo's own on FMA, sigmoid from
-// exp(-|x|), rsqrt as 1 / sqrt. The instruction set is the best the CPU
+// log, tanh, sigmoid, erf, sqrt, rsqrt, pow) on vectors: float32 within
+// each function's bound of the true value on every input
+// (tests/float32_accuracy.h; scripts/ulp-sweep.sh checks all 2^32), float64
+// within 2 ulp of the C library (tests/vector_math_test.cc). SLEEF's 1-ulp
+// functions, sqrt by the (correctly rounded) instruction, float32 log
+// (Cephes' polynomial) and tanh (a table of polynomials) of ordo's own on
+// FMA, sigmoid from exp(-|x|) (float32's computed in float64), rsqrt as
+// 1 / sqrt. The instruction set is the best the CPU
 // has, chosen once: SSE2 (SLEEF's 128-bit entry points pick SSE2, SSE4.1 or
 // AVX2-in-128-bit themselves; ordo's FMA is the C library's fma there, lane
 // by lane, exact but slow on a CPU without the instruction), AVX2 + FMA, or
