@@ -21,16 +21,18 @@ class _AllReduce(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         value, output = ctx.saved_tensors
-        grad = grad_output * ctx.scale if ctx.scale != 1.0 else grad_output
+        # Every replica's output depends on this replica's value: the
+        # gradients of all replicas add up (the transpose of the reduction).
+        total = xm.all_reduce(xm.REDUCE_SUM, grad_output, groups=ctx.groups)
         if ctx.reduce_type == xm.REDUCE_SUM:
-            grad = xm.all_reduce(xm.REDUCE_SUM, grad, groups=ctx.groups)
+            grad = total * ctx.scale if ctx.scale != 1.0 else total
         elif ctx.reduce_type == xm.REDUCE_MUL:
-            grad = xm.all_reduce(xm.REDUCE_SUM, grad * output, groups=ctx.groups)
-            grad = torch.where(value != 0, grad / torch.where(value != 0, value, torch.ones_like(value)),
-                               torch.zeros_like(value))
+            # d(scale * prod) / d value = output / value (output holds the scale).
+            safe = torch.where(value != 0, value, torch.ones_like(value))
+            grad = torch.where(value != 0, total * output / safe, torch.zeros_like(value))
         elif ctx.reduce_type in (xm.REDUCE_MIN, xm.REDUCE_MAX):
-            grad = xm.all_reduce(xm.REDUCE_SUM, grad, groups=ctx.groups)
-            grad = torch.where(value == output, grad, torch.zeros_like(grad))
+            winner = value * ctx.scale == output if ctx.scale != 1.0 else value == output
+            grad = torch.where(winner, total * ctx.scale, torch.zeros_like(total))
         else:
             raise RuntimeError(f"all_reduce: a {ctx.reduce_type!r} reduction has no gradient")
         return grad, None, None, None

@@ -17,13 +17,14 @@ clear_all = ordo.clear_all
 def short_metrics_report(counter_names=None, metric_names=None):
     """The report's entries for the given counters and metrics only (by
     default the compiles, executions and every fallback)."""
+    fallbacks = counter_names is None
     counters = counter_names or ["CachedCompile", "UncachedCompile", "MarkStep"]
     metrics = metric_names or ["CompileTime", "ExecuteTime"]
     kept, keep = [], False
     for line in ordo.metrics_report().splitlines():
         if line.startswith(("Metric: ", "Counter: ")):
             name = line.split(": ", 1)[1]
-            keep = name in counters or name in metrics or name.startswith("aten::")
+            keep = name in counters or name in metrics or (fallbacks and name.startswith("aten::"))
         if keep:
             kept.append(line)
     return "".join(line + "\n" for line in kept)

@@ -67,5 +67,8 @@ def get_free_tcp_ports(n=1):
 
 
 def getenv_as(name, type_fn, defval=None):
+    """The variable as type_fn gives it (a bool from its integer: "0" is False)."""
     value = os.environ.get(name)
-    return defval if value is None else type_fn(value)
+    if value is None:
+        return defval
+    return bool(int(value)) if type_fn is bool else type_fn(value)
