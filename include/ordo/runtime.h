@@ -91,9 +91,18 @@ void bind_thread_to_device(int device);
 //
 // Cuts the device's graph: every live pending tensor of the device is
 // materialized by one compiled graph, submitted to the device's worker.
-// Returns once submitted. Throws the error of an earlier failed graph of
-// this device first (once), leaving the pending graph untouched.
+// Returns once submitted and the device is at most max_steps_ahead() steps
+// behind (it runs the oldest itself meanwhile, as wait_device_ops does), so
+// that memory stays bounded whatever the program reads, and a failed step
+// surfaces within that many steps. Throws the error of an earlier failed
+// graph of this device first (once), leaving the pending graph untouched.
 void mark_step(int device = -1);
+// How many submitted steps a device may have queued or running when
+// mark_step returns: ORDO_MAX_STEPS_AHEAD, default 2 (torch_xla keeps one
+// execution in flight); 0 makes mark_step synchronous. Negative is an
+// InvalidArgument.
+void set_max_steps_ahead(int steps);
+int max_steps_ahead();
 // mark_step(device), then wait_device_ops(device) (torch_xla's
 // mark_step(wait=True)): the graph runs on the calling thread while the
 // worker thread runs nothing, without waking that thread first.

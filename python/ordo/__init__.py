@@ -79,11 +79,25 @@ concat = cat
 
 def mark_step(wait=False):
     """Cuts the calling thread's device's graph and submits it; with wait,
-    also waits until it ran."""
+    also waits until it ran. Without, it returns once the device is at most
+    max_steps_ahead() steps behind."""
     if wait:
         _C.mark_step_and_wait()
     else:
         _C.mark_step()
+
+
+def set_max_steps_ahead(steps):
+    """How many submitted steps a device may still have to run when
+    mark_step returns (default 2, or ORDO_MAX_STEPS_AHEAD; 0: mark_step
+    waits for its step). Bounds memory and how late a failure surfaces."""
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise TypeError(f"set_max_steps_ahead: expected an int, got {type(steps).__name__}")
+    _C.set_max_steps_ahead(steps)
+
+
+def max_steps_ahead():
+    return _C.max_steps_ahead()
 
 
 def drop_pending_graph(device=None):

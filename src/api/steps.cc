@@ -1,6 +1,11 @@
 // ordo/runtime.h, the steps of a device: cutting its graph (mark_step,
 // drop_pending_graph), waiting for its queue, showing its graph, and the
 // compile cache and schedule that cuts use.
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+
+#include "core/check.h"
 #include "core/metrics.h"
 #include "core/trace_events.h"
 #include "executor/compile_cache.h"
@@ -25,7 +30,32 @@ void cut(int index, device::Worker::RunBy run_by) {
 
 }  // namespace
 
-void mark_step(int device) { cut(runtime::resolve_device(device), device::Worker::RunBy::kWorkerThread); }
+std::atomic<int>& steps_ahead() {
+  static std::atomic<int> steps = [] {
+    const char* text = std::getenv("ORDO_MAX_STEPS_AHEAD");
+    if (text == nullptr || *text == '\0') return 2;
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(text, &end, 10);
+    ORDO_ARG_CHECK(*end == '\0' && errno == 0 && value >= 0 && value <= 1 << 20,
+                   "ORDO_MAX_STEPS_AHEAD must be a whole number of steps from 0 to 1048576, got '", text, "'");
+    return static_cast<int>(value);
+  }();
+  return steps;
+}
+
+void set_max_steps_ahead(int steps) {
+  ORDO_ARG_CHECK(steps >= 0, "set_max_steps_ahead: the bound must be 0 or more, got ", steps);
+  steps_ahead().store(steps, std::memory_order_relaxed);
+}
+
+int max_steps_ahead() { return steps_ahead().load(std::memory_order_relaxed); }
+
+void mark_step(int device) {
+  const int index = runtime::resolve_device(device);
+  cut(index, device::Worker::RunBy::kWorkerThread);
+  runtime::get().device(index).worker().drain_to(static_cast<size_t>(max_steps_ahead()), "mark_step");
+}
 
 void mark_step_and_wait(int device) {
   const int index = runtime::resolve_device(device);

@@ -31,20 +31,29 @@ void Worker::submit(std::function<void()> task, RunBy run_by) {
   if (wake) wake_.notify_one();
 }
 
-void Worker::drain() {
+void Worker::drain() { drain_to(0); }
+
+void Worker::drain_to(size_t most, const char* what) {
   std::unique_lock<std::mutex> lock(mu_);
+  const int bounded = most > 0 ? 1 : 0;
+  bound_waiters_ += bounded;
   for (;;) {
-    while (may_take_task() && !interrupted()) run_front(lock);
+    while (outstanding() > most && may_take_task() && !interrupted()) run_front(lock);
     // Interrupted raises even if the queue is empty now: the task this
     // thread ran itself may have ended because of the interrupt.
     if (interrupted()) {
+      bound_waiters_ -= bounded;
       hand_back_to_worker_thread();
       lock.unlock();
-      throw_interrupted("wait_device_ops");
+      throw_interrupted(what);
     }
-    if (queue_.empty() && !running_task_) return;
-    // Another thread runs a task; it reports when the queue is empty. An
-    // interruptible waiter looks at its check now and then, without mu_.
+    if (outstanding() <= most) {
+      bound_waiters_ -= bounded;
+      return;
+    }
+    // Another thread runs a task; it reports when the queue is empty (or,
+    // to a bounded waiter, when any task ends). An interruptible waiter
+    // looks at its check now and then, without mu_.
     if (!has_interrupt_check()) {
       idle_cv_.wait(lock);
       continue;
@@ -90,7 +99,7 @@ void Worker::run_front(std::unique_lock<std::mutex>& lock) {
   pthread_setcancelstate(cancel_state, nullptr);
   lock.lock();
   running_task_ = false;
-  if (queue_.empty()) idle_cv_.notify_all();
+  if (queue_.empty() || bound_waiters_ > 0) idle_cv_.notify_all();
   // A stopping worker thread waits for the last task to end, whoever ran it.
   if (stopping_) wake_.notify_one();
 }

@@ -6,7 +6,7 @@
 // microseconds of system calls in a virtual machine, for every step; the
 // waiting thread would only sleep through the step anyway.
 //
-// Locking: mu_ guards queue_, running_task_ and stopping_; tasks run
+// Locking: mu_ guards queue_, running_task_, stopping_ and bound_waiters_; tasks run
 // without it. Taking a task and reporting its end under mu_ orders every
 // task after the one before, whichever threads ran them.
 #pragma once
@@ -43,6 +43,10 @@ class Worker {
   // On a thread with an interrupt check (core/interrupt.h), throws
   // ExecutionError once the check said so, after the task it runs.
   void drain();
+  // As drain, until at most `most` tasks are queued or running (drain is
+  // drain_to(0)): mark_step's bound on how far tracing runs ahead. `what`
+  // names the wait in an interrupt's message.
+  void drain_to(size_t most, const char* what = "wait_device_ops");
   // Runs queued tasks on the calling thread while the worker thread runs
   // none, until done() holds, nothing is queued or the thread's interrupt
   // check said so; returns done(). The worker thread goes on with whatever
@@ -53,6 +57,7 @@ class Worker {
  private:
   void loop(int cpu);
   bool may_take_task() const { return !running_task_ && !queue_.empty(); }
+  size_t outstanding() const { return queue_.size() + (running_task_ ? 1 : 0); }  // mu_ held
   void hand_back_to_worker_thread();  // mu_ held
   // Runs the front task with mu_ released; lock holds mu_ before and after.
   void run_front(std::unique_lock<std::mutex>& lock);
@@ -64,6 +69,9 @@ class Worker {
   std::deque<std::function<void()>> queue_;
   bool running_task_ = false;
   bool stopping_ = false;
+  // Threads in drain_to with a bound above 0: each task's end wakes them,
+  // not only the queue's end.
+  int bound_waiters_ = 0;
   std::thread thread_;
 };
 

@@ -51,7 +51,13 @@ void bind_runtime(py::module_& m) {
   m.def("current_device", &current_device);
   m.def("set_current_device", &set_current_device);
   m.def("bind_thread_to_device", &bind_thread_to_device);
-  m.def("mark_step", &mark_step, py::arg("device") = -1, WithoutGil());
+  m.def("mark_step", [](int device) {
+    // It may wait for the device's older steps (max_steps_ahead): Ctrl-C must reach it.
+    const int index = device == -1 ? current_device() : device;
+    wait_interruptibly(index, "mark_step", [index] { mark_step(index); });
+  }, py::arg("device") = -1);
+  m.def("set_max_steps_ahead", &set_max_steps_ahead, py::arg("steps"));
+  m.def("max_steps_ahead", &max_steps_ahead);
   m.def("mark_step_and_wait", [](int device) {
     // The device waited for, as wait_device_ops names it (-1 there is every device).
     const int index = device == -1 ? current_device() : device;
