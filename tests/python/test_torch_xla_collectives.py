@@ -227,3 +227,19 @@ def test_replicas_that_seed_alike_build_and_draw_alike():
     # Devices seeded alike still draw their own numbers (the ordinal enters each draw's seed).
     assert not torch.equal(results[0][1], results[1][1])
     assert results[0][2].std() > 0.5
+
+
+def test_all_gather_and_reduce_scatter_write_into_an_output():
+    def fn(index):
+        d = xm.xla_device()
+        x = torch.full((2,), float(index), device=d)
+        gathered = torch.zeros(8, device=d)
+        scattered = torch.zeros(1, dtype=torch.float64, device=d)
+        same = xm.all_gather(x, dim=0, output=gathered)
+        xm.reduce_scatter(xm.REDUCE_SUM, torch.arange(4.0, device=d), 1.0, 0, WORLD, output=scattered)
+        xm.mark_step()
+        return same is gathered, gathered.cpu().tolist(), scattered.cpu().tolist(), scattered.dtype
+
+    for i, (same, gathered, scattered, dtype) in enumerate(spawn_collect(fn)):
+        assert same and gathered == [float(d) for d in range(WORLD) for _ in range(2)]
+        assert scattered == [4.0 * i] and dtype == torch.float64

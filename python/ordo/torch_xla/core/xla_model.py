@@ -12,7 +12,7 @@ import torch
 
 import ordo
 from ... import _C
-from .._tensors import from_ordo, is_xla_tensor, set_value, to_cpu, to_device, to_ordo
+from .._tensors import from_ordo, is_xla_tensor, set_value, to_cpu, to_device, to_ordo  # noqa: F401 - is_xla_tensor: torch_xla's
 
 REDUCE_SUM = ordo.REDUCE_SUM
 REDUCE_MUL = ordo.REDUCE_MUL
@@ -61,13 +61,6 @@ def get_xla_supported_devices(devkind=None, max_devices=None):
 def xla_device_hw(device):
     _index(device)
     return "CPU"
-
-
-def is_xla_tensor_(tensor):
-    return is_xla_tensor(tensor)
-
-
-is_xla_tensor = is_xla_tensor_  # noqa: F811 - torch_xla's name
 
 
 def xrt_world_size(defval=1):
@@ -172,12 +165,13 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, cctx=None, pin_layou
 
 
 def _into(output, result, what):
+    """The result, or written into output (torch's copy_: its dtype kept)."""
     if output is None:
         return from_ordo(result)
+    to_ordo(output, what)  # an xla tensor, or a clear error
     if tuple(output.shape) != tuple(result.shape):
         raise ValueError(f"{what}: output has shape {tuple(output.shape)}, the result {tuple(result.shape)}")
-    set_value(output, ordo._C.cast(result, to_ordo(output, what).dtype) if to_ordo(output, what).dtype != result.dtype
-              else result)
+    output.copy_(from_ordo(result))
     return output
 
 
