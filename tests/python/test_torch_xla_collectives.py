@@ -1,6 +1,9 @@
 """torch_xla's collectives on torch tensors, run by ordo's in-process
 devices through ordo.torch_xla (xmp.spawn, xm.*)."""
 
+import sys
+import time
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -243,3 +246,23 @@ def test_all_gather_and_reduce_scatter_write_into_an_output():
     for i, (same, gathered, scattered, dtype) in enumerate(spawn_collect(fn)):
         assert same and gathered == [float(d) for d in range(WORLD) for _ in range(2)]
         assert scattered == [4.0 * i] and dtype == torch.float64
+
+
+def test_a_replica_that_exits_fails_the_spawn_and_its_peers_fail_as_gone():
+    seen = {}
+
+    def fn(index):
+        if index == 1:
+            sys.exit(3)
+        try:
+            xm.all_reduce(xm.REDUCE_SUM, torch.ones(2, device=xm.xla_device())).cpu()
+        except ordo.CollectiveError as error:
+            seen[index] = str(error)
+            raise
+
+    started = time.monotonic()
+    with pytest.raises(BaseException) as raised:
+        xmp.spawn(fn)
+    assert time.monotonic() - started < 10  # promptly, not the 300 s timeout
+    assert isinstance(raised.value, SystemExit) or "1" in str(raised.value)
+    assert seen and all("device 1" in message for message in seen.values())
