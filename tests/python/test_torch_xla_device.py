@@ -1,6 +1,8 @@
 """PyTorch's xla device run by ordo (ordo.torch_xla): tensors, ops, views,
 in-place ops, fallbacks and errors, against torch on the CPU."""
 
+import time
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -110,3 +112,37 @@ def test_a_training_step_is_one_graph_compiled_once_and_matches_the_cpu():
     # The first two steps differ (the momentum buffers appear at the first),
     # every later step reuses the compiled graph.
     assert compiles[2] == compiles[3] == compiles[4]
+
+
+def test_the_parallel_loader_uploads_ahead_and_its_threads_end_when_closed():
+    import ordo.torch_xla.distributed.parallel_loader as pl
+    device = xm.xla_device()
+    batches = [(torch.full((2,), float(i)), torch.tensor([i])) for i in range(50)]
+    loader = pl.ParallelLoader(batches, [device], loader_prefetch_size=2, device_prefetch_size=2)
+    per_device = loader.per_device_loader(device)
+    first = next(per_device)
+    assert first[0].device.type == "xla" and first[0].cpu().tolist() == [0.0, 0.0]
+    assert [b[1].item() for b in list(pl.MpDeviceLoader(batches[:5], device))] == [0, 1, 2, 3, 4]
+    loader.close()
+    for thread in loader._threads:
+        thread.join(timeout=2)
+        assert not thread.is_alive()
+
+
+def test_step_closures_run_after_mark_step_in_order():
+    import threading
+    seen, done = [], threading.Event()
+    t = torch.ones(2, device=xm.xla_device())
+    xm.add_step_closure(lambda: seen.append(("sync", t.cpu().tolist())))
+    for i in range(3):
+        xm.add_step_closure(seen.append, args=(i,), run_async=True)
+    xm.add_step_closure(done.set, run_async=True)
+    assert seen == []
+    xm.mark_step()
+    assert done.wait(5)
+    assert seen == [("sync", [1.0, 1.0]), 0, 1, 2]
+    xm.add_step_closure(lambda: 1 / 0, run_async=True)
+    xm.mark_step()
+    time.sleep(0.2)
+    with pytest.raises(ZeroDivisionError):
+        xm.mark_step()

@@ -108,20 +108,58 @@ def parse_xla_device(device):
 _closures = threading.local()
 
 
+class _AsyncClosures:
+    """Runs asynchronous step closures in order on one thread; the first
+    error one raised is raised by the next mark_step of any replica."""
+
+    def __init__(self):
+        import queue
+        self._queue = queue.Queue()
+        self._error = None
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def submit(self, closure, args):
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="xm async step closures", daemon=True)
+                self._thread.start()
+        self._queue.put((closure, args))
+
+    def _run(self):
+        while True:
+            closure, args = self._queue.get()
+            try:
+                closure(*args)
+            except BaseException as error:  # noqa: B902 - reported at the next mark_step
+                with self._lock:
+                    self._error = self._error or error
+
+    def raise_error(self):
+        with self._lock:
+            error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
+_async_closures = _AsyncClosures()
+
+
 def add_step_closure(closure, args=(), run_async=False):
     """Runs closure(*args) after the calling thread's next mark_step (with
-    run_async, after its values are computed, on a thread of its own)."""
+    run_async, after it on one thread of the process, in order)."""
     if not hasattr(_closures, "pending"):
         _closures.pending = []
     _closures.pending.append((closure, args, run_async))
 
 
 def _run_step_closures():
+    _async_closures.raise_error()
     pending = getattr(_closures, "pending", [])
     _closures.pending = []
     for closure, args, run_async in pending:
         if run_async:
-            threading.Thread(target=closure, args=args, daemon=True).start()
+            _async_closures.submit(closure, args)
         else:
             closure(*args)
 

@@ -14,6 +14,8 @@ from ..core import xla_model as xm
 from .._tensors import to_device
 
 _END = object()
+# How often a blocked reader or uploader looks whether the loader was closed.
+_POLL_SECONDS = 0.1
 
 
 class PerDeviceLoader:
@@ -84,10 +86,22 @@ class ParallelLoader:
         return item
 
     def close(self):
+        """Stops reading and uploading: the threads end (within a poll) and
+        drop what they held."""
         self._done = True
         for q in list(self._host_queues.values()) + list(self._device_queues.values()):
             while not q.empty():
                 q.get_nowait()
+
+    def _put(self, q, item):
+        """q.put(item) unless the loader is closed meanwhile; False then."""
+        while not self._done:
+            try:
+                q.put(item, timeout=_POLL_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def _read(self):
         """Deals the host batches to the devices; a batch short of a full
@@ -100,25 +114,27 @@ class ParallelLoader:
                 round_.append(batch)
                 if len(round_) == len(self._devices):
                     for device, item in zip(self._devices, round_):
-                        self._host_queues[device].put(item)
+                        self._put(self._host_queues[device], item)
                     round_ = []
         except BaseException as error:  # the loader's error reaches every device's loop
             for q in self._host_queues.values():
-                q.put(error)
+                self._put(q, error)
         for q in self._host_queues.values():
-            q.put(_END)
+            self._put(q, _END)
 
     def _upload(self, device):
         host, ahead = self._host_queues[device], self._device_queues[device]
-        while True:
-            item = host.get()
+        while not self._done:
+            try:
+                item = host.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                continue
             if item is not _END and not isinstance(item, BaseException):
                 try:
                     item = to_device(item, device)
                 except BaseException as error:
                     item = error
-            ahead.put(item)
-            if item is _END:
+            if not self._put(ahead, item) or item is _END:
                 return
 
 
