@@ -86,8 +86,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Tensor copy(const at::Tensor& self, const at::Tensor& src, bool) {
   const ordo::Tensor& old = value_of(self, "copy_");
   ordo::Tensor value = is_xla(src) ? value_of(src, "copy_") : upload(src.to(self.scalar_type()), old.device());
-  TORCH_CHECK(value.device() == old.device(), "copy_: from xla:", value.device(), " into xla:", old.device(),
-              ": move it with .to() first");
+  // From another device: through the host, as torch_xla moves it.
+  if (value.device() != old.device()) value = upload(download(value), old.device());
   return make_xla(cast_to(ordo::broadcast_to(value, old.shape()), old.dtype()));
 }
 

@@ -146,3 +146,14 @@ def test_step_closures_run_after_mark_step_in_order():
     time.sleep(0.2)
     with pytest.raises(ZeroDivisionError):
         xm.mark_step()
+
+
+def test_copy_between_two_xla_devices_goes_through_the_host():
+    if ordo._C.num_devices() < 2:
+        pytest.skip("needs two devices")
+    source = torch.arange(3.0, device="xla:1")
+    target = torch.zeros(3, dtype=torch.float64, device="xla:0")
+    target.copy_(source)
+    assert target.device == torch.device("xla", 0) and target.dtype == torch.float64
+    assert target.cpu().tolist() == [0.0, 1.0, 2.0]
+    assert source.to("xla:0").device == torch.device("xla", 0)
