@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 # two-host tests, which need root, make network namespaces with ip), and
 # PyTorch 1.13 (the reference of the gradient, nn and optimizer tests, and,
 # with libtorch-dev's headers, the xla device: ordo._torch), and
-# matplotlib, which draws the timeline's PNG.
-scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2 python3-torch libtorch-dev python3-matplotlib
+# matplotlib, which draws the timeline's PNG; scikit-learn's digits for the
+# test that runs the demo.
+scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2 python3-torch libtorch-dev python3-matplotlib python3-sklearn
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # Debian's python3: the one the extension is built for, with numpy.
