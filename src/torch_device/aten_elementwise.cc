@@ -33,14 +33,8 @@ Pair promoted(const at::Tensor& self, const at::Scalar& other, const char* op) {
 
 DType floating(DType dtype) { return dtype == DType::kFloat64 ? dtype : DType::kFloat32; }
 
-template <BinaryOp kOp>
-at::Tensor binary(const at::Tensor& self, const at::Tensor& other) {
-  Pair p = promoted(self, other, "binary op");
-  return make_xla(kOp(p.a, p.b, ordo::Caller::current()));
-}
-
-template <BinaryOp kOp>
-at::Tensor binary_scalar(const at::Tensor& self, const at::Scalar& other) {
+template <BinaryOp kOp, typename Other>
+at::Tensor binary(const at::Tensor& self, const Other& other) {
   Pair p = promoted(self, other, "binary op");
   return make_xla(kOp(p.a, p.b, ordo::Caller::current()));
 }
@@ -50,37 +44,24 @@ ordo::Tensor scaled(const ordo::Tensor& value, const at::Scalar& alpha) {
   return ordo::mul(value, constant(alpha, value.dtype(), value.device()));
 }
 
-at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+// Each takes other as a tensor or a number (the .Tensor and .Scalar overloads).
+template <typename Other>
+at::Tensor add(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "add");
   return make_xla(ordo::add(p.a, scaled(p.b, alpha)));
 }
-at::Tensor add_scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
-  Pair p = promoted(self, other, "add");
-  return make_xla(ordo::add(p.a, scaled(p.b, alpha)));
-}
-at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+template <typename Other>
+at::Tensor sub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "sub");
   return make_xla(ordo::sub(p.a, scaled(p.b, alpha)));
 }
-at::Tensor sub_scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
-  Pair p = promoted(self, other, "sub");
-  return make_xla(ordo::sub(p.a, scaled(p.b, alpha)));
-}
-at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+template <typename Other>
+at::Tensor rsub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "rsub");
   return make_xla(ordo::sub(p.b, scaled(p.a, alpha)));
 }
-at::Tensor rsub_scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
-  Pair p = promoted(self, other, "rsub");
-  return make_xla(ordo::sub(p.b, scaled(p.a, alpha)));
-}
-
-at::Tensor div(const at::Tensor& self, const at::Tensor& other) {
-  Pair p = promoted(self, other, "div");
-  const DType dtype = floating(p.dtype);
-  return make_xla(ordo::div(cast_to(p.a, dtype), cast_to(p.b, dtype)));
-}
-at::Tensor div_scalar(const at::Tensor& self, const at::Scalar& other) {
+template <typename Other>
+at::Tensor div(const at::Tensor& self, const Other& other) {
   Pair p = promoted(self, other, "div");
   const DType dtype = floating(p.dtype);
   return make_xla(ordo::div(cast_to(p.a, dtype), cast_to(p.b, dtype)));
@@ -191,32 +172,32 @@ at::Tensor sign(const at::Tensor& self) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, XLA, m) {
-  m.impl("add.Tensor", TORCH_FN(add));
-  m.impl("add.Scalar", TORCH_FN(add_scalar));
-  m.impl("sub.Tensor", TORCH_FN(sub));
-  m.impl("sub.Scalar", TORCH_FN(sub_scalar));
-  m.impl("rsub.Tensor", TORCH_FN(rsub));
-  m.impl("rsub.Scalar", TORCH_FN(rsub_scalar));
-  m.impl("mul.Tensor", TORCH_FN(binary<ordo::mul>));
-  m.impl("mul.Scalar", TORCH_FN(binary_scalar<ordo::mul>));
-  m.impl("div.Tensor", TORCH_FN(div));
-  m.impl("div.Scalar", TORCH_FN(div_scalar));
-  m.impl("pow.Tensor_Tensor", TORCH_FN(binary<ordo::pow>));
+  m.impl("add.Tensor", TORCH_FN(add<at::Tensor>));
+  m.impl("add.Scalar", TORCH_FN(add<at::Scalar>));
+  m.impl("sub.Tensor", TORCH_FN(sub<at::Tensor>));
+  m.impl("sub.Scalar", TORCH_FN(sub<at::Scalar>));
+  m.impl("rsub.Tensor", TORCH_FN(rsub<at::Tensor>));
+  m.impl("rsub.Scalar", TORCH_FN(rsub<at::Scalar>));
+  m.impl("mul.Tensor", TORCH_FN((binary<ordo::mul, at::Tensor>)));
+  m.impl("mul.Scalar", TORCH_FN((binary<ordo::mul, at::Scalar>)));
+  m.impl("div.Tensor", TORCH_FN(div<at::Tensor>));
+  m.impl("div.Scalar", TORCH_FN(div<at::Scalar>));
+  m.impl("pow.Tensor_Tensor", TORCH_FN((binary<ordo::pow, at::Tensor>)));
   m.impl("pow.Tensor_Scalar", TORCH_FN(pow_scalar_exponent));
-  m.impl("maximum", TORCH_FN(binary<ordo::maximum>));
-  m.impl("minimum", TORCH_FN(binary<ordo::minimum>));
-  m.impl("eq.Tensor", TORCH_FN(binary<ordo::eq>));
-  m.impl("eq.Scalar", TORCH_FN(binary_scalar<ordo::eq>));
-  m.impl("ne.Tensor", TORCH_FN(binary<ordo::ne>));
-  m.impl("ne.Scalar", TORCH_FN(binary_scalar<ordo::ne>));
-  m.impl("lt.Tensor", TORCH_FN(binary<ordo::lt>));
-  m.impl("lt.Scalar", TORCH_FN(binary_scalar<ordo::lt>));
-  m.impl("le.Tensor", TORCH_FN(binary<ordo::le>));
-  m.impl("le.Scalar", TORCH_FN(binary_scalar<ordo::le>));
-  m.impl("gt.Tensor", TORCH_FN(binary<ordo::gt>));
-  m.impl("gt.Scalar", TORCH_FN(binary_scalar<ordo::gt>));
-  m.impl("ge.Tensor", TORCH_FN(binary<ordo::ge>));
-  m.impl("ge.Scalar", TORCH_FN(binary_scalar<ordo::ge>));
+  m.impl("maximum", TORCH_FN((binary<ordo::maximum, at::Tensor>)));
+  m.impl("minimum", TORCH_FN((binary<ordo::minimum, at::Tensor>)));
+  m.impl("eq.Tensor", TORCH_FN((binary<ordo::eq, at::Tensor>)));
+  m.impl("eq.Scalar", TORCH_FN((binary<ordo::eq, at::Scalar>)));
+  m.impl("ne.Tensor", TORCH_FN((binary<ordo::ne, at::Tensor>)));
+  m.impl("ne.Scalar", TORCH_FN((binary<ordo::ne, at::Scalar>)));
+  m.impl("lt.Tensor", TORCH_FN((binary<ordo::lt, at::Tensor>)));
+  m.impl("lt.Scalar", TORCH_FN((binary<ordo::lt, at::Scalar>)));
+  m.impl("le.Tensor", TORCH_FN((binary<ordo::le, at::Tensor>)));
+  m.impl("le.Scalar", TORCH_FN((binary<ordo::le, at::Scalar>)));
+  m.impl("gt.Tensor", TORCH_FN((binary<ordo::gt, at::Tensor>)));
+  m.impl("gt.Scalar", TORCH_FN((binary<ordo::gt, at::Scalar>)));
+  m.impl("ge.Tensor", TORCH_FN((binary<ordo::ge, at::Tensor>)));
+  m.impl("ge.Scalar", TORCH_FN((binary<ordo::ge, at::Scalar>)));
   m.impl("logical_and", TORCH_FN(logical<ordo::logical_and>));
   m.impl("logical_or", TORCH_FN(logical<ordo::logical_or>));
   m.impl("logical_not", TORCH_FN(logical_not));
