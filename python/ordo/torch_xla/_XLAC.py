@@ -15,13 +15,13 @@ def _xla_set_default_device(device):
 
 
 def _xla_sync_multi(tensors, devices, wait=True, sync_xla_data=True):
-    del sync_xla_data
-    indices = sorted({to_ordo(t, "_xla_sync_multi").device for t in tensors})
-    for index in indices:
-        if wait:
-            _C.mark_step_and_wait(index)
-        else:
-            _C.mark_step(index)
+    del devices, sync_xla_data
+    from .core import xla_model
+    if wait:
+        xla_model.unlazy(tensors)
+        return
+    for index in sorted({to_ordo(t, "_xla_sync_multi").device for t in tensors}):
+        _C.mark_step(index)
 
 
 def _xla_step_marker(device, devices, wait=True):
