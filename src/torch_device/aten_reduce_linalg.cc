@@ -1,4 +1,6 @@
 // Reductions and products.
+#include <cmath>
+
 #include <torch/library.h>
 
 #include "torch_device/bridge.h"
@@ -74,6 +76,49 @@ at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, c10::option
                             static_cast<double>(correction.value_or(1)), keepdim));
 }
 
+// torch's vector p-norm over dims (every dim when none): p = 2 squares
+// and sums, 1 sums magnitudes, +-inf takes their max or min, 0 counts the
+// nonzero entries, any other p sums |x|^p and takes the 1/p-th power.
+// clip_grad_norm_ calls it for every gradient at every step.
+ordo::Tensor vector_norm(const at::Tensor& self, const c10::optional<at::Scalar>& ord, at::OptionalIntArrayRef dims,
+                         bool keepdim, c10::optional<at::ScalarType> dtype, const char* op) {
+  const ordo::Tensor& value = value_of(self, op);
+  const DType target = dtype.has_value() ? dtype_of(*dtype) : value.dtype();
+  TORCH_CHECK(is_floating(target), op, "(): input dtype should be either floating point or complex. Got ",
+              c10::toString(dtype.value_or(self.scalar_type())), " instead.");
+  const ordo::Tensor x = cast_to(value, target);
+  const std::vector<int64_t> axes = reduced_dims(dims, self.dim(), op);
+  const double p = ord.has_value() ? ord->toDouble() : 2.0;
+  if (p == 2) return ordo::sqrt(ordo::sum(ordo::mul(x, x), axes, keepdim));
+  const ordo::Tensor magnitude = ordo::abs(x);
+  if (p == 1) return ordo::sum(magnitude, axes, keepdim);
+  if (std::isinf(p)) {
+    TORCH_CHECK(x.numel() > 0 || !axes.empty(), op, "(): cannot compute the infinity norm of an empty tensor");
+    return p > 0 ? ordo::max(magnitude, axes, keepdim) : ordo::min(magnitude, axes, keepdim);
+  }
+  if (p == 0) return ordo::sum(ordo::cast(ordo::ne(x, constant(0, target, x.device())), target), axes, keepdim);
+  const ordo::Tensor powered = ordo::pow(magnitude, constant(p, target, x.device()));
+  return ordo::pow(ordo::sum(powered, axes, keepdim), constant(1.0 / p, target, x.device()));
+}
+
+at::Tensor norm(const at::Tensor& self, const at::Scalar& p) {
+  return make_xla(vector_norm(self, p, c10::nullopt, false, c10::nullopt, "norm"));
+}
+at::Tensor norm_dims(const at::Tensor& self, const c10::optional<at::Scalar>& p, at::IntArrayRef dims, bool keepdim) {
+  return make_xla(vector_norm(self, p, dims, keepdim, c10::nullopt, "norm"));
+}
+at::Tensor norm_dtype(const at::Tensor& self, const c10::optional<at::Scalar>& p, at::ScalarType dtype) {
+  return make_xla(vector_norm(self, p, c10::nullopt, false, dtype, "norm"));
+}
+at::Tensor norm_dims_dtype(const at::Tensor& self, const c10::optional<at::Scalar>& p, at::IntArrayRef dims,
+                           bool keepdim, at::ScalarType dtype) {
+  return make_xla(vector_norm(self, p, dims, keepdim, dtype, "norm"));
+}
+at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims,
+                              bool keepdim, c10::optional<at::ScalarType> dtype) {
+  return make_xla(vector_norm(self, ord, dims, keepdim, dtype, "linalg.vector_norm"));
+}
+
 at::Tensor mm(const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(self.dim() == 2 && other.dim() == 2, "mm: expected 2-D tensors, got ", self.dim(), "-D and ",
               other.dim(), "-D");
@@ -114,6 +159,11 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("max.dim", TORCH_FN(max_dim));
   m.impl("argmax", TORCH_FN(argmax));
   m.impl("var.correction", TORCH_FN(var));
+  m.impl("norm.Scalar", TORCH_FN(norm));
+  m.impl("norm.ScalarOpt_dim", TORCH_FN(norm_dims));
+  m.impl("norm.ScalarOpt_dtype", TORCH_FN(norm_dtype));
+  m.impl("norm.ScalarOpt_dim_dtype", TORCH_FN(norm_dims_dtype));
+  m.impl("linalg_vector_norm", TORCH_FN(linalg_vector_norm));
   m.impl("mm", TORCH_FN(mm));
   m.impl("bmm", TORCH_FN(bmm));
   m.impl("addmm", TORCH_FN(addmm));

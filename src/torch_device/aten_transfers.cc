@@ -106,19 +106,35 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   return download(value_of(self, "item")).item();
 }
 
-at::Tensor fill(const at::Tensor& self, const at::Scalar& value) {
+ordo::Tensor filled(const at::Tensor& self, const at::Scalar& value) {
   const ordo::Tensor& old = value_of(self, "fill_");
-  return make_xla(ordo::full(old.shape(), scalar_of(value), old.dtype(), old.device()));
+  return ordo::full(old.shape(), scalar_of(value), old.dtype(), old.device());
 }
 
-at::Tensor fill_tensor(const at::Tensor& self, const at::Tensor& value) {
+ordo::Tensor filled_from(const at::Tensor& self, const at::Tensor& value) {
   const ordo::Tensor& old = value_of(self, "fill_");
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
               " dimensions.");
-  return make_xla(ordo::broadcast_to(operand(value, old.dtype(), old.device(), "fill_"), old.shape()));
+  return ordo::broadcast_to(operand(value, old.dtype(), old.device(), "fill_"), old.shape());
 }
 
+at::Tensor fill(const at::Tensor& self, const at::Scalar& value) { return make_xla(filled(self, value)); }
+at::Tensor fill_tensor(const at::Tensor& self, const at::Tensor& value) { return make_xla(filled_from(self, value)); }
 at::Tensor zero(const at::Tensor& self) { return fill(self, 0); }
+
+// The in-place forms reach only plain xla tensors: a composite kernel
+// that runs below functionalization (ones_like and zeros_like fill what
+// empty_like made, when autograd seeds a backward) calls them; the
+// fallback would read the tensor back to the host and wait for the device.
+at::Tensor& fill_inplace(at::Tensor& self, const at::Scalar& value) {
+  set_value_of(self, filled(self, value));
+  return self;
+}
+at::Tensor& fill_tensor_inplace(at::Tensor& self, const at::Tensor& value) {
+  set_value_of(self, filled_from(self, value));
+  return self;
+}
+at::Tensor& zero_inplace(at::Tensor& self) { return fill_inplace(self, 0); }
 
 }  // namespace
 
@@ -138,6 +154,9 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("fill.Scalar", TORCH_FN(fill));
   m.impl("fill.Tensor", TORCH_FN(fill_tensor));
   m.impl("zero", TORCH_FN(zero));
+  m.impl("fill_.Scalar", TORCH_FN(fill_inplace));
+  m.impl("fill_.Tensor", TORCH_FN(fill_tensor_inplace));
+  m.impl("zero_", TORCH_FN(zero_inplace));
 }
 
 }  // namespace ordo::torch_device

@@ -247,6 +247,21 @@ std::vector<at::Tensor> split(const at::Tensor& self, int64_t split_size, int64_
   return split_with_sizes(self, sizes, dim);
 }
 
+// torch.stack: each tensor with a new dim of 1 at dim, concatenated there.
+// Its composite kernel would take views below functionalization
+// (clip_grad_norm_ stacks the gradients' norms at every step).
+at::Tensor stack(at::TensorList tensors, int64_t dim) {
+  TORCH_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
+  dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<at::Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TORCH_CHECK(tensors[i].sizes() == tensors[0].sizes(), "stack expects each tensor to be equal size, but got ",
+                tensors[0].sizes(), " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
+    parts.push_back(unsqueeze(tensors[i], dim));
+  }
+  return cat(parts, dim);
+}
+
 std::vector<at::Tensor> unbind(const at::Tensor& self, int64_t dim) {
   dim = wrap_dim(dim, self.dim(), "unbind");
   std::vector<at::Tensor> parts;
@@ -286,6 +301,25 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("slice_scatter", TORCH_FN(slice_scatter));
   m.impl("select_scatter", TORCH_FN(select_scatter));
   m.impl("cat", TORCH_FN(cat));
+  m.impl("stack", TORCH_FN(stack));
+  // The view ops themselves reach only plain xla tensors: composite
+  // kernels running below functionalization take views of what they made
+  // (or of unwrapped inputs). A value never changes, so a view is the
+  // *_copy's new value; without these, torch would fall back to as_strided
+  // on the host.
+  m.impl("view", TORCH_FN(view));
+  m.impl("unsqueeze", TORCH_FN(unsqueeze));
+  m.impl("squeeze", TORCH_FN(squeeze));
+  m.impl("squeeze.dim", TORCH_FN(squeeze_dim));
+  m.impl("expand", TORCH_FN(expand));
+  m.impl("permute", TORCH_FN(permute));
+  m.impl("transpose.int", TORCH_FN(transpose));
+  m.impl("t", TORCH_FN(t));
+  m.impl("select.int", TORCH_FN(select));
+  m.impl("slice.Tensor", TORCH_FN(slice));
+  m.impl("split.Tensor", TORCH_FN(split));
+  m.impl("split_with_sizes", TORCH_FN(split_with_sizes));
+  m.impl("unbind.int", TORCH_FN(unbind));
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("gather", TORCH_FN(gather));
   m.impl("scatter_add", TORCH_FN(scatter_add));

@@ -43,6 +43,47 @@ def test_elementwise_reductions_and_products_match_the_cpu():
         torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, float("inf"), float("-inf")])
+def test_vector_norms_and_their_gradients_match_the_cpu(p):
+    torch.manual_seed(0)
+    a = torch.randn(4, 6)
+    a[0, 1] = 0.0
+    d = xm.xla_device()
+    cases = [
+        lambda x: torch.norm(x, p),
+        lambda x: torch.norm(x, p, dim=1, keepdim=True),
+        lambda x: torch.linalg.vector_norm(x, p, dim=(0, 1)),
+        lambda x: torch.linalg.vector_norm(x, p, dim=0, dtype=torch.float64),
+    ]
+    for fn in cases:
+        x_cpu, x_xla = a.clone().requires_grad_(), a.to(d).requires_grad_()
+        expected, got = fn(x_cpu), fn(x_xla)
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
+        if p != 0.0:
+            expected.sum().backward()
+            got.sum().backward()
+            torch.testing.assert_close(x_xla.grad.cpu(), x_cpu.grad, rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.norm(torch.ones(3, dtype=torch.int64, device=d), 2.0)
+
+
+def test_ops_composite_kernels_make_below_functionalization_do_not_fall_back():
+    """ones_like fills what empty_like made, stack unsqueezes 0-d tensors:
+    both run under functionalization's exclusion, on plain xla tensors."""
+    d = xm.xla_device()
+    before = {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}
+    norms = [torch.ones(3, device=d).sum(), torch.full((2,), 2.0, device=d).sum()]
+    stacked = torch.stack(norms)
+    assert stacked.cpu().tolist() == [3.0, 4.0]
+    assert torch.stack([torch.ones(2, 3, device=d)] * 2, dim=2).cpu().tolist() == torch.stack(
+        [torch.ones(2, 3)] * 2, dim=2).tolist()
+    assert torch.ones_like(stacked).cpu().tolist() == [1.0, 1.0]
+    assert torch.zeros_like(stacked).cpu().tolist() == [0.0, 0.0]
+    assert {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")} == before
+    with pytest.raises(RuntimeError, match="equal size"):
+        torch.stack([torch.ones(2, device=d), torch.ones(3, device=d)])
+
+
 def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():
     d = xm.xla_device()
     base_cpu = torch.arange(12.0).reshape(3, 4)

@@ -1,7 +1,8 @@
 """torch.nn models trained on the xla device give the losses and weights of
 the same model on the CPU (float32: within the tolerance of reordered
 float sums, rtol 2e-4 over a few steps), and each step's graph compiles
-once and is then reused (counted by the metrics)."""
+once and is then reused (counted by the metrics), with no op falling back
+to the CPU (a fallback reads values back and waits for the device)."""
 
 import pytest
 
@@ -53,9 +54,15 @@ def mlp():
     return nn.Sequential(nn.Linear(12, 32), nn.Tanh(), nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 5))
 
 
-def train_both(make_model, make_optimizer, batches, loss_fn, steps=4):
+def fallback_counts():
+    return {name: met.counter_value(name) for name in met.counter_names() if name.startswith("aten::")}
+
+
+def train_both(make_model, make_optimizer, batches, loss_fn, steps=4, max_norm=None):
     """Trains one model on the CPU and its copy on the xla device on the same
-    batches; returns both losses, both models and the compile counts."""
+    batches (clipping the gradients' norm to max_norm when given); returns
+    both losses, both models and the compile counts, and checks that no op
+    of the xla device's steps fell back to the CPU."""
     torch.manual_seed(0)
     cpu_model = make_model()
     device = xm.xla_device()
@@ -64,6 +71,7 @@ def train_both(make_model, make_optimizer, batches, loss_fn, steps=4):
     runs = []
     compiles = []
     for model, on_device in ((cpu_model, False), (xla_model, True)):
+        fallbacks_before = fallback_counts()
         optimizer = make_optimizer(model.parameters())
         losses = []
         for step in range(steps):
@@ -73,11 +81,14 @@ def train_both(make_model, make_optimizer, batches, loss_fn, steps=4):
             optimizer.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
             optimizer.step()
             if on_device:
                 xm.mark_step()
                 compiles.append(met.counter_value("UncachedCompile") or 0)
             losses.append(loss.detach())
+        assert fallback_counts() == fallbacks_before
         runs.append(torch.stack([l.cpu() for l in losses]))
     return runs, cpu_model, xla_model, compiles
 
@@ -96,7 +107,7 @@ def check_same(runs, cpu_model, xla_model):
 def test_an_mlp_trains_as_on_the_cpu(optimizer):
     g = torch.Generator().manual_seed(1)
     batches = [(torch.randn(16, 12, generator=g), torch.randint(0, 5, (16,), generator=g)) for _ in range(2)]
-    runs, cpu_model, xla_model, compiles = train_both(mlp, optimizer, batches, F.cross_entropy, steps=5)
+    runs, cpu_model, xla_model, compiles = train_both(mlp, optimizer, batches, F.cross_entropy, steps=5, max_norm=0.5)
     check_same(runs, cpu_model, xla_model)
     assert compiles[-1] == compiles[-2] == compiles[-3]  # a cache hit once the optimizer's state exists
 
