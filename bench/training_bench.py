@@ -12,6 +12,9 @@ momentum; float32, the same global batch):
   xla    the same torch.nn model and torch.optim on PyTorch's xla device
          run by ordo (ordo.torch_xla: xmp.spawn, xm.optimizer_step,
          xm.mark_step), `workers` in-process devices;
+  xla_mpi  the xla runner under mpirun, a process of one device per
+         worker: torch_xla's own layout (xmp.spawn starts processes), a
+         Python interpreter lock per device (information);
   torch  PyTorch in one process on the whole batch with `workers` threads
          (information: no communication at all);
   products  ordo running only the step's matrix products on the same
@@ -112,7 +115,7 @@ def run_xla(model, workers):
         device = xm.xla_device()
         net = xmp.MpModelWrapper(shared).to(device)
         optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
-        x_host, y_host = batch(model, workers, index)
+        x_host, y_host = batch(model, workers, xm.get_ordinal())
         x, y = torch.from_numpy(x_host).to(device), torch.from_numpy(y_host).to(device)
 
         def step():
@@ -121,10 +124,10 @@ def run_xla(model, workers):
             xm.optimizer_step(optimizer)
             xm.mark_step()
 
-        results[index] = median_step_seconds(step, lambda: xm.wait_device_ops([device]))
+        results[xm.get_ordinal()] = median_step_seconds(step, lambda: xm.wait_device_ops([device]))
 
     xmp.spawn(train)
-    return results[0]
+    return results.get(0)  # under mpirun, the process of ordinal 0 has the figure
 
 
 def run_products(model, workers):
@@ -218,7 +221,11 @@ def run_torch(model, workers):
     return median_step_seconds(step, lambda: None)
 
 
-RUNNERS = {"ordo": run_ordo, "xla": run_xla, "ddp": run_ddp, "torch": run_torch, "products": run_products}
+RUNNERS = {"ordo": run_ordo, "xla": run_xla, "xla_mpi": run_xla, "ddp": run_ddp, "torch": run_torch,
+           "products": run_products}
+# Runners whose workers are processes under mpirun, one device each (the
+# layout torch_xla's xmp.spawn has: a GIL per device).
+MPI_RUNNERS = {"xla_mpi"}
 # OpenBLAS starts a thread per core in every process unless told: DDP's
 # workers run one thread each, as their torch.set_num_threads(1) means.
 BLAS_THREADS = {"ddp": lambda workers: 1, "torch": lambda workers: min(workers, os.cpu_count())}
@@ -229,8 +236,12 @@ def child(runner, model, workers):
     env = dict(os.environ, ORDO_NUM_DEVICES=str(workers), PYTHONPATH=str(ROOT / "python"))
     if runner in BLAS_THREADS:
         env["OPENBLAS_NUM_THREADS"] = str(BLAS_THREADS[runner](int(workers)))
-    out = subprocess.run([sys.executable, __file__, "--child", runner, model, str(workers)], env=env,
-                         check=True, capture_output=True, text=True).stdout
+    command = [sys.executable, __file__, "--child", runner, model, str(workers)]
+    if runner in MPI_RUNNERS:
+        env["ORDO_NUM_DEVICES"] = "1"
+        command = [str(ROOT / "scripts" / "mpirun.sh"), "-np", str(workers), "-x", "ORDO_NUM_DEVICES",
+                   "-x", "PYTHONPATH"] + command
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -243,11 +254,13 @@ def main():
     args = parser.parse_args()
     if args.child:
         runner, model, workers = args.child
-        print(json.dumps(RUNNERS[runner](model, int(workers))))
+        figure = RUNNERS[runner](model, int(workers))
+        if figure is not None:
+            print(json.dumps(figure))
         return
     print(f"data-parallel training step, float32, SGD(momentum); median of {args.rounds} rounds, each the median "
           f"of {WINDOWS} windows of {WINDOW_STEPS} steps; {os.cpu_count()} cores")
-    print(f"{'model':<34}{'workers':>8}{'ordo ms':>10}{'xla ms':>10}{'ddp ms':>10}{'torch 1p ms':>13}"
+    print(f"{'model':<34}{'workers':>8}{'ordo ms':>10}{'xla ms':>10}{'xla mpi ms':>12}{'ddp ms':>10}{'torch 1p ms':>13}"
           f"{'products ms':>13}{'ddp/products':>14}{'ddp/ordo':>10}{'ddp/xla':>9}{'ordo/xla':>10}  targets")
     for model, (features, hidden, classes, global_batch) in MODELS.items():
         if args.filter not in model:
@@ -264,7 +277,8 @@ def main():
             xla_ratio, front_end = ms["ddp"] / ms["xla"], ms["ordo"] / ms["xla"]
             verdicts = " ".join("met" if ok else "MISSED" for ok in (
                 ratio >= TARGET, xla_ratio >= TARGET, front_end >= XLA_TARGET))
-            print(f"{label:<34}{workers:>8}{ms['ordo']:>10.3f}{ms['xla']:>10.3f}{ms['ddp']:>10.3f}{ms['torch']:>13.3f}"
+            print(f"{label:<34}{workers:>8}{ms['ordo']:>10.3f}{ms['xla']:>10.3f}{ms['xla_mpi']:>12.3f}{ms['ddp']:>10.3f}"
+                  f"{ms['torch']:>13.3f}"
                   f"{ms['products']:>13.3f}{ms['ddp'] / ms['products']:>14.2f}"
                   f"{ratio:>10.2f}{xla_ratio:>9.2f}{front_end:>10.2f}  >= {TARGET}, {TARGET}, {XLA_TARGET}: {verdicts}",
                   flush=True)
