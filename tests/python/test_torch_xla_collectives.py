@@ -181,9 +181,15 @@ def _train_replica(index, make_optimizer, step, steps=3):
 def test_zero1_steps_as_plain_data_parallel(groups):
     from ordo.torch_xla.distributed.zero_redundancy_optimizer import ZeroRedundancyOptimizer
 
+    def average_in_group(opt):
+        # ZeRO-1 averages within the sharding group; reduce_gradients
+        # divides by the world size whatever the groups (torch_xla's).
+        grads = [p.grad for g in opt.param_groups for p in g["params"]]
+        xm.all_reduce(xm.REDUCE_SUM, grads, scale=1.0 / len((groups or [range(WORLD)])[0]), groups=groups)
+        opt.step()
+
     def plain(index):
-        return _train_replica(index, lambda p: torch.optim.AdamW(p, lr=0.01),
-                              lambda opt: xm.optimizer_step(opt, groups=groups))
+        return _train_replica(index, lambda p: torch.optim.AdamW(p, lr=0.01), average_in_group)
 
     def zero(index):
         return _train_replica(index, lambda p: ZeroRedundancyOptimizer(
@@ -192,6 +198,21 @@ def test_zero1_steps_as_plain_data_parallel(groups):
     for expected, got in zip(spawn_collect(plain), spawn_collect(zero)):
         for p, q in zip(expected, got):
             torch.testing.assert_close(q, p, rtol=1e-6, atol=1e-7)
+
+
+def test_reduce_gradients_scales_by_the_world_size_with_groups_too():
+    def replica(index):
+        d = xm.xla_device()
+        p = torch.nn.Parameter(torch.zeros(3, device=d))
+        opt = torch.optim.SGD([p], lr=1.0)
+        p.grad = torch.full((3,), float(xm.get_ordinal() + 1), device=d)
+        xm.reduce_gradients(opt, groups=[[0, 1], [2, 3]])
+        return p.grad.cpu()
+
+    got = spawn_collect(replica)
+    # Sums within each group (1 + 2, 3 + 4) over the world's 4 devices.
+    for ordinal, grad in enumerate(got):
+        assert grad.tolist() == [(3.0 if ordinal < 2 else 7.0) / WORLD] * 3
 
 
 def test_zero1_clips_by_the_norm_of_every_shard():

@@ -254,9 +254,11 @@ def _fetch_gradients(optimizer):
 
 
 def reduce_gradients(optimizer, groups=None, pin_layout=True):
-    """Averages the gradients of optimizer's parameters over the replicas
-    (of the calling device's group): one coalesced all_reduce."""
-    count = xrt_world_size() if groups is None else len(groups[0])
+    """Sums the gradients of optimizer's parameters over the replicas (of
+    the calling device's group) in one coalesced all_reduce, scaled by 1 /
+    the world size: with groups too, as torch_xla scales them (ordo's own
+    reduce_gradients divides by the group's size instead)."""
+    count = xrt_world_size()
     if count > 1:
         gradients = _fetch_gradients(optimizer)
         if gradients:

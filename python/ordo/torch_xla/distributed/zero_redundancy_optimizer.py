@@ -1,23 +1,62 @@
 """torch_xla's ZeroRedundancyOptimizer (ZeRO-1, as of torch_xla 2.1) over
 ordo: each device keeps the optimizer state of its shard of every
-parameter only.
-
-step(): each gradient (padded along dim 0 to a multiple of the sharding
-group's size) is reduce_scattered (sum, scaled by 1 / group size) within
-the device's sharding group; with grad_clipping the shards' gradients are
-scaled by min(1, max_norm / (norm + 1e-6)), norm the 2-norm all_reduced
-within the sharding group and again within grad_norm_groups when given;
-the wrapped optimizer steps the shards; an all_gather within the sharding
-group rebuilds every parameter. Nothing crosses sharding groups: with
-several groups each is a replica of its own, as torch_xla has it (combine
-them through grad_norm_groups, or average the gradients yourself)."""
+parameter only. The layout and the step are ordo._zero1's, shared with
+ordo's own ZeroRedundancyOptimizer; this front end runs them on torch
+tensors and a torch.optim optimizer of the shards, with torch_xla's
+meaning of sharding_groups: nothing crosses them (each group is a replica
+of its own; grad_norm_groups adds an all_reduce of the clipping norm)."""
 
 import copy
 
 import torch
 from torch.optim import Optimizer
 
+from ... import _zero1
 from ..core import xla_model as xm
+
+
+class _ShardOps:
+    """torch's tensor operations for _zero1.step, on xla tensors."""
+
+    def __init__(self, step_shards, pin_layout):
+        self.step_shards = step_shards
+        self.pin_layout = pin_layout
+
+    @staticmethod
+    def rows(t):
+        return t.shape[0] if t.dim() else 1
+
+    @staticmethod
+    def pad(t, rows):
+        t = t.reshape(1) if t.dim() == 0 else t
+        extra = rows - t.shape[0]
+        return torch.cat([t, t.new_zeros((extra,) + tuple(t.shape[1:]))]) if extra else t
+
+    def reduce_scatter(self, t, scale, shard_count, groups, like):
+        grad = xm.reduce_scatter(xm.REDUCE_SUM, t, scale, 0, shard_count, groups=groups, pin_layout=self.pin_layout)
+        return grad.to(like.dtype)
+
+    def all_reduce(self, tensors, scale, groups):
+        xm.all_reduce(xm.REDUCE_SUM, tensors, scale=scale, groups=groups, pin_layout=self.pin_layout)
+
+    sqrt = staticmethod(torch.sqrt)
+
+    @staticmethod
+    def at_most_one(t):
+        return torch.clamp(t, max=1.0)
+
+    @staticmethod
+    def scale(shards, coefficient):
+        for shard in shards:
+            shard.grad.mul_(coefficient.to(shard.grad.dtype))
+
+    def all_gather(self, shard, groups, like):
+        return xm.all_gather(shard.detach().to(like.dtype), dim=0, groups=groups, pin_layout=self.pin_layout)
+
+    @staticmethod
+    def assign(param, gathered):
+        rows = param.shape[0] if param.dim() else 1
+        param.copy_(gathered[:rows].reshape(param.shape))
 
 
 class ZeroRedundancyOptimizer(Optimizer):
@@ -25,8 +64,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     def __init__(self, params, optimizer_class, optimizer_dtype=None, grad_clipping=True, max_norm=None,
                  pin_layout=True, sharding_groups=None, grad_norm_groups=None, lazy_init=False, **defaults):
         super().__init__(params, defaults)
-        world = xm.xrt_world_size()
-        self._sharding_groups = [list(range(world))] if sharding_groups is None else [list(g) for g in sharding_groups]
+        self._sharding_groups = sharding_groups
         self._grad_norm_groups = grad_norm_groups
         self.optimizer_class = optimizer_class
         self.defaults = defaults
@@ -46,22 +84,13 @@ class ZeroRedundancyOptimizer(Optimizer):
     def sharding_groups(self, groups):
         if self.inited:
             raise RuntimeError("ZeroRedundancyOptimizer: sharding_groups cannot change after init_zero()")
-        self._sharding_groups = [list(g) for g in groups]
-
-    def _group_of_this_device(self):
-        ordinal = xm.get_ordinal()
-        for group in self._sharding_groups:
-            if ordinal in group:
-                return group
-        raise ValueError(f"ZeroRedundancyOptimizer: ordinal {ordinal} is in none of the sharding groups "
-                         f"{self._sharding_groups}")
+        self._sharding_groups = groups
 
     def init_zero(self):
         """Shards the parameters' current values; the wrapped optimizer steps
         the shards (its state starts empty)."""
-        group = self._group_of_this_device()
-        self.local_world_size = len(group)
-        self.local_rank = group.index(xm.get_ordinal())
+        self.layout = _zero1.ShardLayout(self._sharding_groups, xm.get_ordinal(), xm.xrt_world_size())
+        self.local_world_size, self.local_rank = self.layout.size, self.layout.rank
         sharded_groups = []
         for param_group in self.param_groups:
             shards = [torch.nn.Parameter(self._shard(p.detach()).to(self.optimizer_dtype).clone(),
@@ -82,32 +111,10 @@ class ZeroRedundancyOptimizer(Optimizer):
                 if key != "params":
                     target[key] = value
 
-    def _padded(self, tensor):
-        rows = tensor.shape[0] if tensor.dim() else 1
-        tensor = tensor.reshape(rows, *tensor.shape[1:]) if tensor.dim() else tensor.reshape(1)
-        extra = (-rows) % self.local_world_size
-        if extra:
-            tensor = torch.cat([tensor, tensor.new_zeros((extra,) + tuple(tensor.shape[1:]))])
-        return tensor
-
     def _shard(self, tensor):
-        padded = self._padded(tensor)
-        rows = padded.shape[0] // self.local_world_size
-        return padded[self.local_rank * rows:(self.local_rank + 1) * rows]
-
-    @torch.no_grad()
-    def _clip_shards(self):
-        grads = [p.grad for g in self.base_optimizer.param_groups for p in g["params"] if p.grad is not None]
-        device = grads[0].device if grads else xm.xla_device()
-        total = torch.zeros([], dtype=self.optimizer_dtype, device=device)
-        for grad in grads:
-            total = total + (grad * grad).sum()
-        xm.all_reduce(xm.REDUCE_SUM, [total], groups=self._sharding_groups, pin_layout=self.pin_layout)
-        if self._grad_norm_groups is not None:
-            xm.all_reduce(xm.REDUCE_SUM, [total], groups=self._grad_norm_groups, pin_layout=self.pin_layout)
-        coefficient = torch.clamp(self.max_norm / (torch.sqrt(total) + 1e-6), max=1.0)
-        for grad in grads:
-            grad.mul_(coefficient)
+        padded = _ShardOps.pad(tensor, self.layout.padded_rows(_ShardOps.rows(tensor)))
+        start, stop = self.layout.shard_rows(_ShardOps.rows(tensor))
+        return padded[start:stop]
 
     @torch.no_grad()
     def step(self, closure=None, **kwargs):
@@ -119,23 +126,14 @@ class ZeroRedundancyOptimizer(Optimizer):
                 loss = closure()
         self._copy_settings(self.param_groups, self.base_optimizer.param_groups)
         pairs = [(p, s) for g, sg in zip(self.param_groups, self.base_optimizer.param_groups)
-                 for p, s in zip(g["params"], sg["params"])]
-        for param, shard in pairs:
-            if param.grad is not None:
-                grad = xm.reduce_scatter(xm.REDUCE_SUM, self._padded(param.grad), 1.0 / self.local_world_size, 0,
-                                         self.local_world_size, groups=self._sharding_groups,
-                                         pin_layout=self.pin_layout)
-                shard.grad = grad.to(self.optimizer_dtype)
-        if self.grad_clipping:
-            self._clip_shards()
-        self.base_optimizer.step(**kwargs)
-        self.base_optimizer.zero_grad(set_to_none=True)
-        for param, shard in pairs:
-            if param.grad is not None:
-                whole = xm.all_gather(shard.detach().to(param.dtype), dim=0, groups=self._sharding_groups,
-                                      pin_layout=self.pin_layout)
-                rows = param.shape[0] if param.dim() else 1
-                param.copy_(whole[:rows].reshape(param.shape))
+                 for p, s in zip(g["params"], sg["params"]) if p.grad is not None]
+
+        def step_shards():
+            self.base_optimizer.step(**kwargs)
+            self.base_optimizer.zero_grad(set_to_none=True)
+
+        _zero1.step(self.layout, pairs, _ShardOps(step_shards, self.pin_layout), grad_clipping=self.grad_clipping,
+                    max_norm=self.max_norm, grad_norm_groups=self._grad_norm_groups)
         self._copy_settings(self.base_optimizer.param_groups, self.param_groups)
         return loss
 
