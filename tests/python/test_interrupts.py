@@ -443,3 +443,34 @@ def test_multiprocessing_with_fork_loads_data_beside_ordo_devices_running_in_thr
     (pools, loaded, trained), _ = run_child(MULTIPROCESSING_BESIDE_ORDO)
     assert pools >= 1 and loaded
     assert trained == [800.0] * 4
+
+
+# The same on torch tensors: a torch_xla program whose replica 0 sleeps
+# while the others wait in xm.all_reduce; their errors are ordo's.
+TORCH_SPAWN_BESIDE_A_BUSY_CALL = """
+    import torch
+    import ordo.torch_xla.core.xla_model as xm
+    import ordo.torch_xla.distributed.xla_multiprocessing as xmp
+
+    def step(index):
+        if index == 0:
+            time.sleep(60)
+            return
+        try:
+            xm.all_reduce(xm.REDUCE_SUM, torch.ones(4, device=xm.xla_device())).cpu()
+        except ordo.CollectiveError as error:
+            os.write(1, f"device {index}: {type(error).__name__}: {error}\\n".encode())
+            raise
+"""
+
+
+def test_an_interrupted_torch_xla_spawn_fails_the_waiting_replicas_with_ordos_error():
+    pytest.importorskip("torch")
+    pytest.importorskip("ordo.torch_xla")
+    delay, exited, returncode, output = interrupt_child(child_code(TORCH_SPAWN_BESIDE_A_BUSY_CALL, "xmp.spawn(step)"))
+    assert delay is not None and delay < 1.0, output
+    assert returncode == -signal.SIGINT, output
+    assert exited < EXIT_SECONDS, output
+    reason = "the main thread was interrupted by KeyboardInterrupt while ordo.spawn waited for the devices' threads"
+    for index in range(1, 4):
+        assert re.search(rf"device {index}: CollectiveError: .*{re.escape(reason)}", output), output

@@ -84,6 +84,18 @@ def test_ops_composite_kernels_make_below_functionalization_do_not_fall_back():
         torch.stack([torch.ones(2, device=d), torch.ones(3, device=d)])
 
 
+def test_a_dropped_graph_fails_its_torch_tensors_with_ordos_execution_error():
+    from ordo.torch_xla import _XLAC
+    d = xm.xla_device()
+    kept = torch.full((2,), 3.0, device=d)
+    xm.mark_step()
+    lost = kept * 2
+    _XLAC._clear_pending_irs(str(d))
+    with pytest.raises(ordo.ExecutionError, match="dropped"):
+        lost.cpu()
+    assert (kept + 1).cpu().tolist() == [4.0, 4.0]  # what had run keeps its value
+
+
 def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():
     d = xm.xla_device()
     base_cpu = torch.arange(12.0).reshape(3, 4)

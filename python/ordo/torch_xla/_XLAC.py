@@ -30,6 +30,13 @@ def _xla_step_marker(device, devices, wait=True):
     (_C.mark_step_and_wait if wait else _C.mark_step)(index)
 
 
+def _clear_pending_irs(device):
+    """Drops the device's pending graph: its tensors lose their values
+    (reading one raises ordo.ExecutionError) and its peers' collectives
+    fail instead of waiting (ordo.drop_pending_graph)."""
+    ordo.drop_pending_graph(int(str(device).rsplit(":", 1)[-1]))
+
+
 def _xla_metrics_report():
     return ordo.metrics_report()
 
