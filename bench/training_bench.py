@@ -2,9 +2,12 @@
 
     PYTHONPATH=python /usr/bin/python3 bench/training_bench.py [--workers 2,4] [--rounds 3] [filter]
 
-For each model and worker count, three children run the same step (forward,
-cross-entropy loss, backward, gradients averaged over the workers, SGD with
-momentum; float32, the same global batch):
+For each model and worker count, children run the same step (forward,
+loss, backward, gradients averaged over the workers, SGD with momentum;
+float32, the same global batch). The models: MLPs (the demo's digits
+model, a wide one) with cross-entropy, and torch_xla's MNIST CNN (two 5x5
+convolutions, max pooling, batch norm, two linear layers, log_softmax and
+nll_loss; 128 images of 28 x 28 per worker). The runners:
   ordo   one process, `workers` in-process devices (ordo.spawn), the step
          traced, compiled once and a cache hit from then on;
   ddp    PyTorch's DistributedDataParallel over gloo on loopback, one
@@ -18,9 +21,10 @@ momentum; float32, the same global batch):
   torch  PyTorch in one process on the whole batch with `workers` threads
          (information: no communication at all);
   products  ordo running only the step's matrix products on the same
-         devices (information: the BLAS's part, the same OpenBLAS sgemm on
-         both sides, one thread per worker). ddp / products is the ratio a
-         runtime would reach if everything else in its step took no time.
+         devices (information, MLPs: the BLAS's part, the same OpenBLAS
+         sgemm on both sides, one thread per worker). ddp / products is the
+         ratio a runtime would reach if everything else in its step took no
+         time.
 Each child times windows of steps after a warm-up and prints the median
 step time; the children take turns `rounds` times so that the machine's
 load hits all of them alike, and each figure is the median over rounds.
@@ -39,10 +43,69 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# name: (input features, hidden widths, classes, global batch)
+class Mlp:
+    """Linear layers with ReLU between them; cross-entropy."""
+
+    def __init__(self, features, hidden, classes, global_batch):
+        self.widths = (features,) + hidden + (classes,)
+        self.classes, self.batch = classes, global_batch
+
+    def label(self, workers):
+        return f"{'-'.join(map(str, self.widths))}, batch {self.batch}"
+
+    def global_batch(self, workers):
+        return self.batch
+
+    def inputs(self, rng, rows):
+        return rng.standard_normal((rows, self.widths[0]))
+
+    def build(self, nn):
+        """The model from torch.nn or ordo.nn (the same API)."""
+        layers = []
+        for a, b in zip(self.widths[:-2], self.widths[1:-1]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        return nn.Sequential(*layers, nn.Linear(self.widths[-2], self.widths[-1]))
+
+    @staticmethod
+    def loss(functional, out, y):
+        return functional.cross_entropy(out, y)
+
+
+class MnistCnn:
+    """torch_xla's MNIST model (test_train_mp_mnist.py's), as a Sequential;
+    log_softmax and nll_loss."""
+
+    classes, widths = 10, None  # no products runner for convolutions
+
+    def __init__(self, batch_per_worker):
+        self.batch_per_worker = batch_per_worker
+
+    def label(self, workers):
+        return f"conv 1-10-20 5x5, batch {self.batch_per_worker}/worker"
+
+    def global_batch(self, workers):
+        return self.batch_per_worker * workers
+
+    @staticmethod
+    def inputs(rng, rows):
+        return rng.standard_normal((rows, 1, 28, 28))
+
+    @staticmethod
+    def build(nn):
+        return nn.Sequential(
+            nn.Conv2d(1, 10, 5), nn.MaxPool2d(2), nn.ReLU(), nn.BatchNorm2d(10),
+            nn.Conv2d(10, 20, 5), nn.MaxPool2d(2), nn.ReLU(), nn.BatchNorm2d(20),
+            nn.Flatten(), nn.Linear(320, 50), nn.ReLU(), nn.Linear(50, 10), nn.LogSoftmax(dim=1))
+
+    @staticmethod
+    def loss(functional, out, y):
+        return functional.nll_loss(out, y)
+
+
 MODELS = {
-    "digits": (64, (128, 128), 10, 128),
-    "wide": (784, (1024, 1024), 10, 256),
+    "digits": Mlp(64, (128, 128), 10, 128),
+    "wide": Mlp(784, (1024, 1024), 10, 256),
+    "mnist_cnn": MnistCnn(128),
 }
 TARGET = 1.5
 XLA_TARGET = 0.8  # ordo's step time over the xla device's
@@ -50,14 +113,19 @@ LR, MOMENTUM = 0.05, 0.9
 WARMUP, WINDOWS, WINDOW_STEPS = 5, 5, 10
 
 
-def batch(model, workers, rank):
-    """This worker's share of a fixed random global batch (numpy arrays)."""
+def global_batch(model, workers):
+    """The fixed random global batch of `workers` workers (numpy arrays)."""
     import numpy as np
-    features, _, classes, global_batch = MODELS[model]
+    spec = MODELS[model]
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((global_batch, features)).astype(np.float32)
-    y = rng.integers(0, classes, global_batch).astype(np.int64)
-    share = global_batch // workers
+    rows = spec.global_batch(workers)
+    return spec.inputs(rng, rows).astype(np.float32), rng.integers(0, spec.classes, rows).astype(np.int64)
+
+
+def batch(model, workers, rank):
+    """This worker's share of the global batch."""
+    x, y = global_batch(model, workers)
+    share = len(x) // workers
     return x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
 
 
@@ -78,15 +146,11 @@ def median_step_seconds(step, sync):
 def run_ordo(model, workers):
     sys.path.insert(0, str(ROOT / "python"))
     import ordo
-    features, hidden, classes, _ = MODELS[model]
+    spec = MODELS[model]
 
     def train(index):
         ordo.manual_seed(0)
-        widths = (features,) + hidden
-        layers = []
-        for a, b in zip(widths, widths[1:]):
-            layers += [ordo.nn.Linear(a, b), ordo.nn.ReLU()]
-        net = ordo.nn.Sequential(*layers, ordo.nn.Linear(widths[-1], classes))
+        net = spec.build(ordo.nn)
         ordo.broadcast_master_param(net)
         optimizer = ordo.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
         x_host, y_host = batch(model, workers, index)
@@ -94,7 +158,7 @@ def run_ordo(model, workers):
 
         def step():
             optimizer.zero_grad()
-            ordo.nn.functional.cross_entropy(net(x), y).backward()
+            spec.loss(ordo.nn.functional, net(x), y).backward()
             ordo.optimizer_step(optimizer)
             ordo.mark_step()
 
@@ -108,7 +172,8 @@ def run_xla(model, workers):
     import torch
     import ordo.torch_xla.core.xla_model as xm
     import ordo.torch_xla.distributed.xla_multiprocessing as xmp
-    shared = torch_mlp(model)
+    spec = MODELS[model]
+    shared = torch_model(model)
     results = {}
 
     def train(index):
@@ -120,7 +185,7 @@ def run_xla(model, workers):
 
         def step():
             optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(net(x), y).backward()
+            spec.loss(torch.nn.functional, net(x), y).backward()
             xm.optimizer_step(optimizer)
             xm.mark_step()
 
@@ -138,9 +203,11 @@ def run_products(model, workers):
     sys.path.insert(0, str(ROOT / "python"))
     import numpy as np
     import ordo
-    features, hidden, classes, global_batch = MODELS[model]
-    widths = (features,) + hidden + (classes,)
-    rows = global_batch // workers
+    spec = MODELS[model]
+    if spec.widths is None:
+        return float("nan")  # printed as nan: no products runner for convolutions
+    widths = spec.widths
+    rows = spec.global_batch(workers) // workers
 
     def products(index):
         rng = np.random.default_rng(index)
@@ -166,14 +233,15 @@ def ddp_worker(rank, model, workers, port, results):
     import torch.distributed as dist
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=workers)
-    net = torch.nn.parallel.DistributedDataParallel(torch_mlp(model))
+    spec = MODELS[model]
+    net = torch.nn.parallel.DistributedDataParallel(torch_model(model))
     optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
     x_host, y_host = batch(model, workers, rank)
     x, y = torch.from_numpy(x_host), torch.from_numpy(y_host)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        torch.nn.functional.cross_entropy(net(x), y).backward()
+        spec.loss(torch.nn.functional, net(x), y).backward()
         optimizer.step()
 
     seconds = median_step_seconds(step, dist.barrier)
@@ -182,15 +250,10 @@ def ddp_worker(rank, model, workers, port, results):
     dist.destroy_process_group()
 
 
-def torch_mlp(model):
+def torch_model(model):
     import torch
     torch.manual_seed(0)
-    features, hidden, classes, _ = MODELS[model]
-    widths = (features,) + hidden
-    layers = []
-    for a, b in zip(widths, widths[1:]):
-        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers, torch.nn.Linear(widths[-1], classes))
+    return MODELS[model].build(torch.nn)
 
 
 def run_ddp(model, workers):
@@ -208,14 +271,14 @@ def run_ddp(model, workers):
 def run_torch(model, workers):
     import torch
     torch.set_num_threads(min(workers, os.cpu_count()))
-    net = torch_mlp(model)
+    spec = MODELS[model]
+    net = torch_model(model)
     optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
-    x_host, y_host = batch(model, 1, 0)
-    x, y = torch.from_numpy(x_host), torch.from_numpy(y_host)
+    x, y = (torch.from_numpy(a) for a in global_batch(model, workers))
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        torch.nn.functional.cross_entropy(net(x), y).backward()
+        spec.loss(torch.nn.functional, net(x), y).backward()
         optimizer.step()
 
     return median_step_seconds(step, lambda: None)
@@ -260,9 +323,9 @@ def main():
         return
     print(f"data-parallel training step, float32, SGD(momentum); median of {args.rounds} rounds, each the median "
           f"of {WINDOWS} windows of {WINDOW_STEPS} steps; {os.cpu_count()} cores")
-    print(f"{'model':<34}{'workers':>8}{'ordo ms':>10}{'xla ms':>10}{'xla mpi ms':>12}{'ddp ms':>10}{'torch 1p ms':>13}"
+    print(f"{'model':<44}{'workers':>8}{'ordo ms':>10}{'xla ms':>10}{'xla mpi ms':>12}{'ddp ms':>10}{'torch 1p ms':>13}"
           f"{'products ms':>13}{'ddp/products':>14}{'ddp/ordo':>10}{'ddp/xla':>9}{'ordo/xla':>10}  targets")
-    for model, (features, hidden, classes, global_batch) in MODELS.items():
+    for model, spec in MODELS.items():
         if args.filter not in model:
             continue
         for workers in (int(w) for w in args.workers.split(",")):
@@ -272,13 +335,11 @@ def main():
                     rounds[name].append(child(name, model, workers))
             ms = {name: statistics.median(values) * 1e3 for name, values in rounds.items()}
             ratio = ms["ddp"] / ms["ordo"]
-            shape = "-".join(str(w) for w in (features,) + hidden + (classes,))
-            label = f"{model} {shape}, batch {global_batch}"
             xla_ratio, front_end = ms["ddp"] / ms["xla"], ms["ordo"] / ms["xla"]
             verdicts = " ".join("met" if ok else "MISSED" for ok in (
                 ratio >= TARGET, xla_ratio >= TARGET, front_end >= XLA_TARGET))
-            print(f"{label:<34}{workers:>8}{ms['ordo']:>10.3f}{ms['xla']:>10.3f}{ms['xla_mpi']:>12.3f}{ms['ddp']:>10.3f}"
-                  f"{ms['torch']:>13.3f}"
+            print(f"{model + ' ' + spec.label(workers):<44}{workers:>8}{ms['ordo']:>10.3f}{ms['xla']:>10.3f}"
+                  f"{ms['xla_mpi']:>12.3f}{ms['ddp']:>10.3f}{ms['torch']:>13.3f}"
                   f"{ms['products']:>13.3f}{ms['ddp'] / ms['products']:>14.2f}"
                   f"{ratio:>10.2f}{xla_ratio:>9.2f}{front_end:>10.2f}  >= {TARGET}, {TARGET}, {XLA_TARGET}: {verdicts}",
                   flush=True)

@@ -5,8 +5,10 @@
 // are the same whatever the thread count. Window bounds are worked out once
 // per output row and column, as torch 1.13's loops clip them.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/simd.h"
@@ -92,8 +94,8 @@ struct Extreme {
 };
 
 template <typename T>
-inline Extreme<T> window_max(const T* plane, int64_t width, const AxisWindow& r, const AxisWindow& c, int64_t dh,
-                             int64_t dw) {
+Extreme<T> window_max_in_order(const T* plane, int64_t width, const AxisWindow& r, const AxisWindow& c, int64_t dh,
+                               int64_t dw) {
   Extreme<T> best{-std::numeric_limits<T>::infinity(), r.begin * width + c.begin};
   for (int64_t ih = r.begin; ih < r.end; ih += dh) {
     const T* row = plane + ih * width;
@@ -103,6 +105,41 @@ inline Extreme<T> window_max(const T* plane, int64_t width, const AxisWindow& r,
     }
   }
   return best;
+}
+
+// window_max_in_order's result in two passes without a data-dependent
+// branch (on random data the in-order one mispredicts about every other
+// element, and the backward finds every window's maximum again): the
+// maximum, then a bit per element equal to it (a window row a run of
+// row_bits, a power of two, so that the first set bit's row and column are
+// a shift and a mask), the first set bit the index. A window with a NaN,
+// or too large for 64 bits, takes the in-order pass.
+template <typename T>
+inline Extreme<T> window_max(const T* plane, int64_t width, const AxisWindow& r, const AxisWindow& c, int64_t dh,
+                             int64_t dw) {
+  const int64_t rows = (r.end - r.begin + dh - 1) / dh;
+  const int64_t cols = (c.end - c.begin + dw - 1) / dw;
+  const int row_shift = cols > 0 ? std::bit_width(static_cast<uint64_t>(cols - 1)) : 0;
+  if (rows <= 0 || cols <= 0 || (rows << row_shift) > 64) return window_max_in_order(plane, width, r, c, dh, dw);
+  T best = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  for (int64_t ih = r.begin; ih < r.end; ih += dh) {
+    const T* row = plane + ih * width;
+    for (int64_t iw = c.begin; iw < c.end; iw += dw) {
+      best = row[iw] > best ? row[iw] : best;
+      nan |= row[iw] != row[iw];
+    }
+  }
+  if (nan) return window_max_in_order(plane, width, r, c, dh, dw);
+  uint64_t equal = 0;
+  for (int64_t ih = r.begin, bit = 0; ih < r.end; ih += dh, bit += int64_t{1} << row_shift) {
+    const T* row = plane + ih * width;
+    for (int64_t iw = c.begin, col = 0; iw < c.end; iw += dw, ++col) equal |= uint64_t{row[iw] == best} << (bit + col);
+  }
+  const int first = std::countr_zero(equal);
+  const int64_t row = first >> row_shift;
+  const int64_t col = first & ((1 << row_shift) - 1);
+  return {best, (r.begin + row * dh) * width + c.begin + col * dw};
 }
 
 struct MaxGeometry {
@@ -147,8 +184,18 @@ void max_pool_plane_by_columns(const MaxGeometry& g, const T* in, T* out, T* col
     column_max(column, in, g.planes.in_w, r.begin, r.end);
     for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
       const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
+      // A plain maximum (maxss: no branch to mispredict); a NaN, rare,
+      // takes max_or_nan's pass.
       T best = column[c.begin];
-      for (int64_t iw = c.begin + 1; iw < c.end; ++iw) best = max_or_nan(best, column[iw]);
+      bool nan = best != best;
+      for (int64_t iw = c.begin + 1; iw < c.end; ++iw) {
+        best = column[iw] > best ? column[iw] : best;
+        nan |= column[iw] != column[iw];
+      }
+      if (nan) {
+        best = column[c.begin];
+        for (int64_t iw = c.begin + 1; iw < c.end; ++iw) best = max_or_nan(best, column[iw]);
+      }
       out[oh * g.planes.out_w + ow] = best;
     }
   }
@@ -171,16 +218,50 @@ void max_pool_plane(const MaxGeometry& g, const T* in, T* out, int64_t* indices)
   }
 }
 
+// value when take, else +0: bits masked, since GCC turns a select on a
+// comparison into a branch, which the data mispredicts.
+template <typename T>
+inline T share_if(bool take, T value) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  return std::bit_cast<T>(std::bit_cast<Bits>(value) & (Bits{0} - static_cast<Bits>(take)));
+}
+
+// Each window's gradient goes to the window's first maximum (the last NaN
+// with one), as window_max_in_order finds it; here without a branch on the
+// data: the maximum, then a pass that adds the gradient where the element
+// equals it and no earlier one did (and 0 elsewhere).
 template <typename T>
 void max_pool_backward_plane(const MaxGeometry& g, const T* grad, const T* in, T* grad_in) {
-  std::fill(grad_in, grad_in + g.planes.in_h * g.planes.in_w, T{0});
+  const int64_t width = g.planes.in_w;
+  std::fill(grad_in, grad_in + g.planes.in_h * width, T{0});
   for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
     const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
     if (r.begin >= r.end) continue;
     for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
       const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
       if (c.begin >= c.end) continue;
-      grad_in[window_max(in, g.planes.in_w, r, c, g.dh, g.dw).index] += grad[oh * g.planes.out_w + ow];
+      const T share = grad[oh * g.planes.out_w + ow];
+      T best = -std::numeric_limits<T>::infinity();
+      bool nan = false;
+      for (int64_t ih = r.begin; ih < r.end; ih += g.dh) {
+        for (int64_t iw = c.begin; iw < c.end; iw += g.dw) {
+          const T v = in[ih * width + iw];
+          best = v > best ? v : best;
+          nan |= v != v;
+        }
+      }
+      if (nan || best == -std::numeric_limits<T>::infinity()) {  // rare: the in-order pass
+        grad_in[window_max_in_order(in, width, r, c, g.dh, g.dw).index] += share;
+        continue;
+      }
+      bool claimed = false;
+      for (int64_t ih = r.begin; ih < r.end; ih += g.dh) {
+        for (int64_t iw = c.begin; iw < c.end; iw += g.dw) {
+          const bool take = !claimed & (in[ih * width + iw] == best);
+          grad_in[ih * width + iw] += share_if(take, share);
+          claimed |= take;
+        }
+      }
     }
   }
 }

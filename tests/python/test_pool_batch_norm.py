@@ -77,12 +77,20 @@ def test_max_pool2d_keeps_torchs_ties_and_nans():
     x = np.zeros((1, 1, 4, 4), np.float32)
     x[0, 0, 1, 1] = np.nan
     x[0, 0, 3, 2] = -np.inf
-    for values in (x, np.full_like(x, -np.inf)):
+    many_ties = np.random.default_rng(0).integers(0, 3, (2, 3, 8, 8)).astype(np.float32)
+    for values in (x, np.full_like(x, -np.inf), many_ties):
         ours, where = F.max_pool2d(ordo.tensor(values), 2, return_indices=True)
         theirs, at = TF.max_pool2d(torch.tensor(values), 2, return_indices=True)
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
         np.testing.assert_array_equal(where.numpy(), at.numpy())
         np.testing.assert_array_equal(F.max_pool2d(ordo.tensor(values), 2).numpy(), theirs.numpy())
+        # The gradient goes where the index points: the first of tied
+        # maxima, the NaN, the first -inf; also with overlapping windows.
+        for args in ((2,), (3, 1, 1)):
+            ox, tx = both(values)
+            F.max_pool2d(ox, *args).sum().backward()
+            TF.max_pool2d(tx, *args).sum().backward()
+            np.testing.assert_array_equal(ox.grad.numpy(), tx.grad.numpy())
 
 
 def test_pooling_takes_non_contiguous_inputs():
