@@ -169,6 +169,12 @@ at::Tensor sign(const at::Tensor& self) {
   return make_xla(ordo::sub(ordo::cast(ordo::gt(x, zero), x.dtype()), ordo::cast(ordo::lt(x, zero), x.dtype())));
 }
 
+// A NaN is the one value unequal to itself (integers never are).
+at::Tensor isnan(const at::Tensor& self) {
+  const ordo::Tensor& x = value_of(self, "isnan");
+  return make_xla(ordo::ne(x, x));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, XLA, m) {
@@ -222,6 +228,8 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("lerp.Scalar", TORCH_FN(lerp));
   m.impl("masked_fill.Scalar", TORCH_FN(masked_fill));
   m.impl("sign", TORCH_FN(sign));
+  m.impl("sgn", TORCH_FN(sign));  // real tensors: the sign
+  m.impl("isnan", TORCH_FN(isnan));
 }
 
 }  // namespace ordo::torch_device

@@ -1,11 +1,14 @@
 // Views, as functionalization hands them down: each *_copy op is a new
 // value (ordo's movement ops), and writing through a view is a *_scatter
 // that rebuilds the base.
+#include <ATen/Operators.h>
+#include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
 #include "torch_device/bridge.h"
 #include "torch_device/dtypes.h"
+#include "torch_device/fallback.h"
 #include "torch_device/operands.h"
 
 namespace ordo::torch_device {
@@ -214,6 +217,31 @@ at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& in
                                     operand(src, x.dtype(), x.device(), "scatter_add")));
 }
 
+// The backward of a view: the view's gradient written into zeros of the
+// input's shape. PyTorch's composite kernels write through a view of the
+// zeros, which below functionalization is a new value (these kernels see
+// plain xla tensors), so the write would be lost: they are lowered as the
+// scatter of the view, or run on the CPU.
+at::Tensor zeros_like_input(const at::Tensor& grad, c10::SymIntArrayRef input_sizes) {
+  const ordo::Tensor& g = value_of(grad, "backward");
+  return make_xla(ordo::zeros(ints_of(input_sizes), g.dtype(), g.device()));
+}
+
+at::Tensor slice_backward(const at::Tensor& grad, c10::SymIntArrayRef input_sizes, int64_t dim, c10::SymInt start,
+                          c10::SymInt end, c10::SymInt step) {
+  return slice_scatter(zeros_like_input(grad, input_sizes), grad, dim, start, end, step);
+}
+
+at::Tensor select_backward(const at::Tensor& grad, c10::SymIntArrayRef input_sizes, int64_t dim, int64_t index) {
+  return select_scatter(zeros_like_input(grad, input_sizes), grad, dim, index);
+}
+
+at::Tensor diagonal_backward(const at::Tensor& grad, c10::SymIntArrayRef input_sizes, int64_t offset, int64_t dim1,
+                             int64_t dim2) {
+  return at::native::call_fallback_fn_symint<&fall_back_to_cpu, ATEN_OP(diagonal_backward)>::call(
+      grad, input_sizes, offset, dim1, dim2);
+}
+
 // Ops that return lists of views: PyTorch's CPU fallback cannot bring a
 // list back to the device, so they are lowered (as slices).
 std::vector<at::Tensor> split_with_sizes(const at::Tensor& self, at::IntArrayRef sizes, int64_t dim) {
@@ -302,6 +330,9 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("select_scatter", TORCH_FN(select_scatter));
   m.impl("cat", TORCH_FN(cat));
   m.impl("stack", TORCH_FN(stack));
+  m.impl("slice_backward", TORCH_FN(slice_backward));
+  m.impl("select_backward", TORCH_FN(select_backward));
+  m.impl("diagonal_backward", TORCH_FN(diagonal_backward));
   // The view ops themselves reach only plain xla tensors: composite
   // kernels running below functionalization take views of what they made
   // (or of unwrapped inputs). A value never changes, so a view is the

@@ -71,7 +71,7 @@ def test_ops_composite_kernels_make_below_functionalization_do_not_fall_back():
     """ones_like fills what empty_like made, stack unsqueezes 0-d tensors:
     both run under functionalization's exclusion, on plain xla tensors."""
     d = xm.xla_device()
-    before = {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}
+    before = fallback_counts()
     norms = [torch.ones(3, device=d).sum(), torch.full((2,), 2.0, device=d).sum()]
     stacked = torch.stack(norms)
     assert stacked.cpu().tolist() == [3.0, 4.0]
@@ -79,7 +79,7 @@ def test_ops_composite_kernels_make_below_functionalization_do_not_fall_back():
         [torch.ones(2, 3)] * 2, dim=2).tolist()
     assert torch.ones_like(stacked).cpu().tolist() == [1.0, 1.0]
     assert torch.zeros_like(stacked).cpu().tolist() == [0.0, 0.0]
-    assert {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")} == before
+    assert fallback_counts() == before
     with pytest.raises(RuntimeError, match="equal size"):
         torch.stack([torch.ones(2, device=d), torch.ones(3, device=d)])
 
@@ -94,6 +94,69 @@ def test_a_dropped_graph_fails_its_torch_tensors_with_ordos_execution_error():
     with pytest.raises(ordo.ExecutionError, match="dropped"):
         lost.cpu()
     assert (kept + 1).cpu().tolist() == [4.0, 4.0]  # what had run keeps its value
+
+
+def fallback_counts():
+    return {n: met.counter_value(n) for n in met.counter_names() if n.startswith("aten::")}
+
+
+def test_advanced_indexing_with_integer_tensors_is_lowered_with_its_gradient():
+    torch.manual_seed(0)
+    a = torch.randn(4, 5, 6)
+    i, j = torch.tensor([[0, 3], [-1, 1]]), torch.tensor([2, -4])
+    cases = [
+        lambda x, i, j: x[i],                   # B first
+        lambda x, i, j: x[:, j],                # B in place of dim 1
+        lambda x, i, j: x[i, :, j],             # not adjacent: B first
+        lambda x, i, j: x[:, i, j],             # adjacent, broadcast together
+        lambda x, i, j: x[j, 1:5][:, i[0]],     # after a slice
+    ]
+    d = xm.xla_device()
+    before = fallback_counts()
+    for fn in cases:
+        x_cpu, x_xla = a.clone().requires_grad_(), a.to(d).requires_grad_()
+        expected, got = fn(x_cpu, i, j), fn(x_xla, i.to(d), j.to(d))
+        torch.testing.assert_close(got.cpu(), expected)
+        g = torch.randn(expected.shape)
+        expected.backward(g)
+        got.backward(g.to(d))
+        torch.testing.assert_close(x_xla.grad.cpu(), x_cpu.grad)  # repeated indices add up
+    accumulated = torch.zeros(4, 5, device=d).index_put_((i.to(d),), torch.ones(5, device=d), accumulate=True)
+    torch.testing.assert_close(accumulated.cpu(), torch.zeros(4, 5).index_put_((i,), torch.ones(5), accumulate=True))
+    assert fallback_counts() == before
+
+
+def test_a_mask_index_and_an_assigning_index_put_fall_back_and_are_right():
+    d = xm.xla_device()
+    a = torch.arange(12.0).reshape(3, 4)
+    x = a.to(d)
+    torch.testing.assert_close(x[x > 5].cpu(), a[a > 5])
+    i = torch.tensor([2, 0])
+    x[i.to(d)] = torch.full((4,), -1.0, device=d)
+    a[i] = -1.0
+    torch.testing.assert_close(x.cpu(), a)
+    with pytest.raises(IndexError, match="shape of the mask"):
+        torch.ones(3, device=d)[torch.tensor([True, False], device=d)]
+    with pytest.raises(IndexError, match="too many indices"):
+        torch.ones(3, device=d)[torch.tensor([0], device=d), torch.tensor([0], device=d)]
+
+
+def test_the_gradients_of_views_reach_their_base():
+    """A view's backward writes the gradient into zeros through a view:
+    below functionalization that write would be lost (it was: slices'
+    gradients came back zero)."""
+    a = torch.arange(12.0).reshape(3, 4)
+    views = [lambda x: x[1:3], lambda x: x[:, 1:3], lambda x: x[1], lambda x: x[:, 2], lambda x: x[::2, 1::2],
+             lambda x: x.narrow(1, 1, 2), lambda x: x.diagonal(), lambda x: x.chunk(2, 1)[1],
+             lambda x: x.unfold(1, 2, 1), lambda x: x.t()[1:]]
+    d = xm.xla_device()
+    for view in views:
+        x_cpu, x_xla = a.clone().requires_grad_(), a.to(d).requires_grad_()
+        y_cpu, y_xla = view(x_cpu), view(x_xla)
+        g = torch.randn(y_cpu.shape)
+        y_cpu.backward(g)
+        y_xla.backward(g.to(d))
+        torch.testing.assert_close(x_xla.grad.cpu(), x_cpu.grad)
 
 
 def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():

@@ -10,9 +10,28 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
     """Calls fn(ordinal, *args) on a thread per device (nprocs of them, or
     every device of this process) and returns when all have returned.
     join=False, daemon and start_method are accepted for compatibility: the
-    replicas are threads, joined before spawn returns."""
+    replicas are threads, joined before spawn returns.
+
+    nprocs=1 is torch_xla's single-device run: fn(0, *args) on the calling
+    thread, in a world of one device (an in-process runtime of more devices
+    is restarted with one), and spawn returns what fn returned."""
     del join, daemon, start_method
+    if nprocs == 1:
+        return _run_on_one_device(fn, args)
     ordo.spawn(fn, args=args, nprocs=nprocs)
+    return None
+
+
+def _run_on_one_device(fn, args):
+    if ordo.world_size() != 1:
+        if ordo.world_size() != ordo._C.num_devices():
+            raise ValueError(f"xmp.spawn(nprocs=1) runs a world of one device, but this process is one of "
+                             f"{ordo.world_size() // ordo._C.num_devices()} under mpirun: start one process "
+                             f"with ORDO_NUM_DEVICES=1 instead")
+        ordo.shutdown()
+        ordo.init(1)
+    ordo.set_device(0)
+    return fn(0, *args)
 
 
 class MpModelWrapper:
