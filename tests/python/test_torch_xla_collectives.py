@@ -2,6 +2,7 @@
 devices through ordo.torch_xla (xmp.spawn, xm.*)."""
 
 import sys
+import threading
 import time
 
 import pytest
@@ -287,3 +288,13 @@ def test_a_replica_that_exits_fails_the_spawn_and_its_peers_fail_as_gone():
     assert time.monotonic() - started < 10  # promptly, not the 300 s timeout
     assert isinstance(raised.value, SystemExit) or "1" in str(raised.value)
     assert seen and all("device 1" in message for message in seen.values())
+
+
+def test_spawn_of_one_process_runs_a_world_of_one_device_on_the_calling_thread():
+    caller = threading.get_ident()
+
+    def fn(index, value):
+        t = xm.all_reduce(xm.REDUCE_SUM, torch.full((2,), value, device=xm.xla_device()))
+        return index, xm.xrt_world_size(), threading.get_ident() == caller, t.cpu().tolist()
+
+    assert xmp.spawn(fn, args=(3.0,), nprocs=1) == (0, 1, True, [3.0, 3.0])
