@@ -6,6 +6,7 @@ program checks its results itself and exits nonzero on a wrong one; here
 its exit status and what it prints are checked. The same programs run under
 mpirun at 2 processes x 2 devices from ctest (tests/mpi/mpi_tests.cmake)."""
 
+import importlib.util
 import io
 import os
 import re
@@ -16,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
+torch = pytest.importorskip("torch")
 pytest.importorskip("ordo.torch_xla")
+
+import ordo.torch_xla.core.xla_model as xm  # noqa: E402
+import ordo.torch_xla.debug.metrics as met  # noqa: E402
+import ordo.torch_xla.test.test_utils as test_utils  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "torch_xla_programs"
@@ -85,11 +91,6 @@ def test_the_mnist_program_on_fake_data_and_below_its_target():
 
 
 def test_test_utils_prints_torch_xlas_progress_lines():
-    import torch
-
-    import ordo.torch_xla.core.xla_model as xm
-    import ordo.torch_xla.test.test_utils as test_utils
-
     out = io.StringIO()
     with redirect_stdout(out):
         test_utils.print_training_update(xm.xla_device(), 7, 0.25, 10.0, 12.5, epoch=2)
@@ -101,6 +102,34 @@ def test_test_utils_prints_torch_xlas_progress_lines():
     assert test_utils.get_summary_writer(None) is None
     test_utils.write_to_summary(None, 0, {"ignored": 1.0}, write_xla_metrics=True)
     test_utils.close_summary_writer(None)
+    if importlib.util.find_spec("tensorboard") is None:
+        with pytest.raises(ImportError, match="needs the tensorboard package"):
+            test_utils.get_summary_writer("/nonexistent/logs")
+
+
+def test_test_utils_writes_scalars_and_the_metrics_counters():
+    class Recorder:
+        def __init__(self):
+            self.scalars, self.closed = {}, False
+
+        def add_scalar(self, name, value, step):
+            self.scalars[name] = (value, step)
+
+        def flush(self):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    (torch.ones(2, device=xm.xla_device()) + 1).cpu()  # a step, so that there are counters
+    writer = Recorder()
+    test_utils.write_to_summary(writer, 3, {"Accuracy/test": 97.5}, write_xla_metrics=True)
+    test_utils.close_summary_writer(writer)
+    assert writer.scalars["Accuracy/test"] == (97.5, 3) and writer.closed
+    counters = met.counter_names()
+    assert counters and all(writer.scalars[name] == (met.counter_value(name), 3) for name in counters)
+    fallbacks = sum(met.counter_value(name) for name in counters if name.startswith("aten::"))
+    assert writer.scalars["aten_ops_sum"] == (fallbacks, 3)
 
 
 if __name__ == "__main__":

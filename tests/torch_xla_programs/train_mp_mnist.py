@@ -46,6 +46,7 @@ def parse_flags():
     parser.add_argument('--drop_last', action='store_true')
     parser.add_argument('--async_closures', action='store_true')
     parser.add_argument('--metrics_debug', action='store_true')
+    parser.add_argument('--logdir', type=str, default=None, help='TensorBoard summaries (needs tensorboard)')
     return parser.parse_args()
 
 
@@ -112,8 +113,9 @@ def digits_loader(flags, train):
                                        drop_last=flags.drop_last)
 
 
-def _train_update(device, step, loss, tracker):
-    test_utils.print_training_update(device, step, loss.item(), tracker.rate(), tracker.global_rate())
+def _train_update(device, step, loss, tracker, writer):
+    test_utils.print_training_update(device, step, loss.item(), tracker.rate(), tracker.global_rate(),
+                                     summary_writer=writer)
 
 
 def train_mnist(flags):
@@ -126,6 +128,7 @@ def train_mnist(flags):
 
     device = xm.xla_device()
     model = MNIST().to(device)
+    writer = test_utils.get_summary_writer(flags.logdir) if xm.is_master_ordinal() else None
     optimizer = optim.SGD(model.parameters(), lr=flags.lr * xm.xrt_world_size(), momentum=flags.momentum)
     loss_fn = nn.NLLLoss()
 
@@ -141,7 +144,7 @@ def train_mnist(flags):
             xm.optimizer_step(optimizer)
             tracker.add(flags.batch_size)
             if step % flags.log_steps == 0:
-                xm.add_step_closure(_train_update, args=(device, step, loss, tracker),
+                xm.add_step_closure(_train_update, args=(device, step, loss, tracker, writer),
                                     run_async=flags.async_closures)
 
     def test_loop_fn(loader):
@@ -164,8 +167,10 @@ def train_mnist(flags):
         accuracy = test_loop_fn(test_device_loader)
         xm.master_print(f'Epoch {epoch} test end {test_utils.now()}, Accuracy={accuracy:.2f}')
         max_accuracy = max(accuracy, max_accuracy)
+        test_utils.write_to_summary(writer, epoch, dict_to_write={'Accuracy/test': accuracy}, write_xla_metrics=True)
         if flags.metrics_debug:
             xm.master_print(met.metrics_report())
+    test_utils.close_summary_writer(writer)
     xm.master_print(f'Max Accuracy: {max_accuracy:.2f}%')
     return max_accuracy
 
