@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 # PyTorch 1.13 (the reference of the gradient, nn and optimizer tests, and,
 # with libtorch-dev's headers, the xla device: ordo._torch), and
 # matplotlib, which draws the timeline's PNG; scikit-learn's digits for the
-# test that runs the demo.
-scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2 python3-torch libtorch-dev python3-matplotlib python3-sklearn
+# test that runs the demo; torchvision (0.14, PyTorch 1.13's) for the
+# MNIST-shaped torch_xla program.
+scripts/install-deps.sh libopenmpi-dev openmpi-bin iproute2 python3-torch libtorch-dev python3-matplotlib python3-sklearn \
+  python3-torchvision
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # Debian's python3: the one the extension is built for, with numpy.

@@ -145,6 +145,17 @@ set_tests_properties(mpi_bitwise_layouts mpi_demo_layouts PROPERTIES TIMEOUT 300
 set_tests_properties(two_hosts_bitwise_layouts PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK two_hosts
   LABELS "mpi;two_hosts")
 
+# ordo_add_torch_xla_program_test(NAME <name> CHECKS <mesh_expect.sh options...> ARGS <mpirun arguments...>)
+# mpi_torch_xla_program_<name>_2x2: mpirun must exit 0 and its output pass
+# the checks (tests/mpi/mesh_expect.sh), within 120 s.
+function(ordo_add_torch_xla_program_test)
+  cmake_parse_arguments(T "" "NAME" "CHECKS;ARGS" ${ARGN})
+  set(test_name mpi_torch_xla_program_${T_NAME}_2x2)
+  add_test(NAME ${test_name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/mesh_expect.sh --status 0 ${T_CHECKS} --
+           --timeout 120 ${T_ARGS})
+  set_tests_properties(${test_name} PROPERTIES TIMEOUT 150 LABELS mpi)
+endfunction()
+
 # torch_xla's semantics across processes (tests/mpi/python/semantics.py):
 # 2 x 2 and 4 x 1 under mpirun; 1 x 4 in-process, and mpirun with one
 # process (which stays in-process), as controls.
@@ -173,6 +184,26 @@ if(ORDO_BUILD_PYTHON)
     add_test(NAME torch_semantics_in_process_1x4 COMMAND ${Python3_EXECUTABLE} ${torch_semantics})
     set_tests_properties(torch_semantics_in_process_1x4 PROPERTIES ENVIRONMENT ORDO_NUM_DEVICES=4 TIMEOUT 120
       LABELS mpi)
+    # torch_xla's own test programs and MNIST example in their shape
+    # (tests/torch_xla_programs/), run as a user runs them at 2 x 2: mpirun
+    # exits 0 and ordinal 0 prints what each program prints when its
+    # checks hold (tests/python/test_torch_xla_programs.py runs them 1 x 4).
+    set(programs ${CMAKE_CURRENT_SOURCE_DIR}/tests/torch_xla_programs)
+    set(program_run -np 2 -x ORDO_NUM_DEVICES=2 -x PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/python
+      ${Python3_EXECUTABLE})
+    foreach(name all_gather reduce_scatter all_to_all collective_permute replication mesh_reduce distributed_mm
+                 rendezvous)
+      ordo_add_torch_xla_program_test(NAME ${name} CHECKS --expect 1 "${name} ok"
+        ARGS ${program_run} ${programs}/mp_${name}.py)
+    endforeach()
+    ordo_add_torch_xla_program_test(NAME sync_batch_norm CHECKS --expect 4 "(1d|2d|3d).* ok"
+      ARGS ${program_run} ${programs}/mp_sync_batch_norm.py)
+    ordo_add_torch_xla_program_test(NAME save CHECKS --expect 1 "save ok"
+      ARGS ${program_run} ${programs}/mp_save.py ${CMAKE_CURRENT_BINARY_DIR}/torch_xla_program_save.pt)
+    ordo_add_torch_xla_program_test(NAME train_mp_mnist CHECKS --expect 1 "Max Accuracy: (9[0-9]|100)\\."
+      ARGS ${program_run} ${programs}/train_mp_mnist.py --num_epochs 3 --target_accuracy 90)
+    ordo_add_torch_xla_program_test(NAME train_mp_mnist_fake_data CHECKS --expect 1 "Max Accuracy: 100\\.00%"
+      ARGS ${program_run} ${programs}/train_mp_mnist.py --fake_data --num_epochs 1 --target_accuracy 100)
   endif()
   # The timeline's one file from every process (tests/mpi/python/trace.py).
   set(trace_check ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/trace.py)

@@ -298,3 +298,42 @@ def test_spawn_of_one_process_runs_a_world_of_one_device_on_the_calling_thread()
         return index, xm.xrt_world_size(), threading.get_ident() == caller, t.cpu().tolist()
 
     assert xmp.spawn(fn, args=(3.0,), nprocs=1) == (0, 1, True, [3.0, 3.0])
+
+
+def test_replicas_that_seed_alike_draw_alike_from_torchs_factories_in_turn():
+    # Each replica draws while the others wait, after all have seeded: with
+    # torch's one generator the later replicas would continue its stream.
+    def fn(index):
+        torch.manual_seed(5)
+        xm.rendezvous("seeded")
+        drawn = None
+        for turn in range(WORLD):
+            if turn == index:
+                shuffled = list(torch.utils.data.DataLoader(range(8), shuffle=True, batch_size=8))[0]
+                drawn = [torch.rand(3), torch.randn(3), torch.randint(0, 1000, (3,)), torch.randperm(8),
+                         torch.normal(0.0, 1.0, (3,)), torch.bernoulli(torch.full((8,), 0.5)),
+                         torch.empty(3).random_(0, 1000), shuffled]
+            xm.rendezvous(f"turn {turn}")
+        return drawn
+
+    results = spawn_collect(fn)
+    for drawn in results[1:]:
+        for got, first in zip(drawn, results[0]):
+            assert torch.equal(got, first)
+
+
+def test_distributed_mm_is_the_whole_weight_times_each_replicas_input():
+    def fn(index):
+        d = xm.xla_device()
+        weight = torch.arange(24.0).reshape(3, 8) / 10  # 3 x (2 columns x 4 replicas)
+        x = (torch.arange(32.0).reshape(8, 4) - index) / 7
+        shard = weight[:, 2 * index:2 * index + 2].to(d)
+        product = xf.distributed_mm(shard, x.to(d), split=2)
+        with pytest.raises(ValueError, match="split 3 does not divide"):
+            xf.distributed_mm(shard, x.to(d), split=3)
+        with pytest.raises(ValueError, match="x has 4 rows"):
+            xf.distributed_mm(shard, x[:4].to(d))
+        return product.cpu(), weight @ x
+
+    for product, expected in spawn_collect(fn):
+        torch.testing.assert_close(product, expected, rtol=1e-5, atol=1e-5)

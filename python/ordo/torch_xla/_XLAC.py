@@ -37,6 +37,16 @@ def _clear_pending_irs(device):
     ordo.drop_pending_graph(int(str(device).rsplit(":", 1)[-1]))
 
 
+def _xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True):
+    """Accepted for torch_xla's programs: the setting lowers matmul precision
+    on TPUs; ordo's float32 matmuls always run in full float32."""
+    del use_full_mat_mul_precision
+
+
+def _xla_get_use_full_mat_mul_precision():
+    return True
+
+
 def _xla_metrics_report():
     return ordo.metrics_report()
 

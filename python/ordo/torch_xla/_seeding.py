@@ -5,11 +5,15 @@ replicas that each call torch.manual_seed(1) and build their model would
 draw its initial weights from that one generator in turns, each getting
 different weights (and different ones from run to run). So torch.manual_seed
 called in a thread other than the main one also gives the thread a
-generator of its own, from which that thread's in-place draws on CPU
-tensors without a generator (Tensor.uniform_, normal_: every module's
-reset_parameters through torch.nn.init) are taken, and it seeds the thread's ordo
-device (ordo/random.h), whose random ops depend on nothing else. The main
-thread keeps torch's behaviour.
+generator of its own, from which that thread's draws on the CPU without a
+generator are taken: the in-place ones (Tensor.uniform_, normal_: every
+module's reset_parameters through torch.nn.init; random_: a DataLoader's
+shuffling) and the factories (torch.rand, randn, randint, randperm, normal,
+bernoulli, multinomial: a program's data, as torch_xla's tests make it).
+It also seeds the thread's ordo device (ordo/random.h), whose random ops
+depend on nothing else. The main thread keeps torch's behaviour.
+Draws that take no generator (torch.rand_like, dropout on the CPU) still
+share torch's one generator.
 """
 
 import functools
@@ -32,17 +36,34 @@ def _generator():
     return getattr(_replica, "generator", None)
 
 
+# The draws that take a generator= argument, on tensors and in torch.
+_TENSOR_DRAWS = ("uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+                 "cauchy_", "bernoulli", "multinomial")
+_TORCH_DRAWS = ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "poisson")
+
+
+def _draws_on_cpu(args, kwargs):
+    """Whether a draw lands on the CPU: its device= or out=, else its first
+    tensor argument, else torch's default (the CPU)."""
+    if kwargs.get("device") is not None:
+        return torch.device(kwargs["device"]).type == "cpu"
+    for value in (kwargs.get("out"), *args):
+        if isinstance(value, torch.Tensor):
+            return value.device.type == "cpu"
+    return True
+
+
 def _with_replica_generator(draw):
-    """Tensor.<draw>, taking the replica's generator for a CPU tensor when
-    the caller gives none."""
+    """draw, taking the replica's generator for a draw on the CPU when the
+    caller gives none."""
 
     @functools.wraps(draw)
-    def method(tensor, *args, generator=None, **kwargs):
-        if generator is None and tensor.device.type == "cpu":
+    def with_generator(*args, generator=None, **kwargs):
+        if generator is None and _draws_on_cpu(args, kwargs):
             generator = _generator()
-        return draw(tensor, *args, generator=generator, **kwargs)
+        return draw(*args, generator=generator, **kwargs)
 
-    return method
+    return with_generator
 
 
 def install_manual_seed_hook():
@@ -61,5 +82,7 @@ def install_manual_seed_hook():
     manual_seed._ordo_seeds_replicas = True
     torch.manual_seed = manual_seed
     torch.random.manual_seed = manual_seed
-    for name in ("uniform_", "normal_"):
+    for name in _TENSOR_DRAWS:
         setattr(torch.Tensor, name, _with_replica_generator(getattr(torch.Tensor, name)))
+    for name in _TORCH_DRAWS:
+        setattr(torch, name, _with_replica_generator(getattr(torch, name)))

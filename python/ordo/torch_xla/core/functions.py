@@ -103,3 +103,26 @@ class SyncBatchNorm(torch.nn.Module):
 
     def extra_repr(self):
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
+
+
+def distributed_mm(w, x, split=1):
+    """The whole weight times this replica's x, with the weight sharded by
+    columns: w is this replica's N x K shard of the N x (K * world) weight
+    (replica r holds its columns r*K .. r*K+K-1), x a (K * world) x M input
+    of this replica's. Every replica's x is gathered by columns, each
+    replica multiplies its shard by its K rows of them, and the sum of
+    those products over the replicas is the whole weight times every x;
+    a replica keeps its own M columns. split > 1 does this for that many
+    column blocks of x in turn, which bounds the gathered size."""
+    world, ordinal, shard = xm.xrt_world_size(), xm.get_ordinal(), w.size(1)
+    if x.size(0) != shard * world:
+        raise ValueError(f"distributed_mm: x has {x.size(0)} rows, the weight {shard} x {world} replicas columns")
+    if split < 1 or x.size(1) % split != 0:
+        raise ValueError(f"distributed_mm: split {split} does not divide x's {x.size(1)} columns")
+    results = []
+    for block in torch.split(x, x.size(1) // split, dim=1):
+        gathered = all_gather(block, dim=1)
+        partial = w @ torch.narrow(gathered, 0, ordinal * shard, shard)
+        total = all_reduce(xm.REDUCE_SUM, partial)
+        results.append(torch.narrow(total, 1, ordinal * block.size(1), block.size(1)))
+    return results[0] if len(results) == 1 else torch.cat(results, dim=1)
