@@ -11,6 +11,7 @@ struct DeviceRandom {
   uint64_t seed = 0;
   uint64_t draws = 0;
   uint64_t initializations = 0;
+  SeedScope scope = SeedScope::kPerDevice;
 };
 
 struct RandomStates {
@@ -36,10 +37,10 @@ int resolved(int device) { return device < 0 ? current_device() : device; }
 
 }  // namespace
 
-void manual_seed(uint64_t seed, int device) {
+void manual_seed(uint64_t seed, int device, SeedScope scope) {
   const int ordinal = get_ordinal(resolved(device));
   std::lock_guard<std::mutex> lock(states().mu);
-  states().by_ordinal[ordinal] = DeviceRandom{seed, 0, 0};
+  states().by_ordinal[ordinal] = DeviceRandom{seed, 0, 0, scope};
 }
 
 void manual_seed_all(uint64_t seed) {
@@ -62,9 +63,9 @@ Tensor next_seed(int device, Caller caller) {
     state = s;
     ++s.draws;
   }
+  const uint64_t stream = state.scope == SeedScope::kShared ? 0 : static_cast<uint64_t>(ordinal);
   const uint64_t value =
-      mix(mix(mix(state.seed) + static_cast<uint64_t>(ordinal) * 0x9E3779B97F4A7C15ULL) +
-          state.draws * 0xD1B54A32D192ED03ULL);
+      mix(mix(mix(state.seed) + stream * 0x9E3779B97F4A7C15ULL) + state.draws * 0xD1B54A32D192ED03ULL);
   const int64_t seed = static_cast<int64_t>(value);
   return from_host(&seed, DType::kInt64, {}, device, caller);
 }

@@ -63,8 +63,10 @@ void bind_runtime(py::module_& m) {
     const int index = device == -1 ? current_device() : device;
     wait_interruptibly(index, "mark_step(wait=True)", [index] { mark_step_and_wait(index); });
   }, py::arg("device") = -1);
-  m.def("manual_seed", [](uint64_t seed, int device) { manual_seed(seed, device); }, py::arg("seed"),
-        py::arg("device") = -1);
+  // shared: replicas seeded alike draw alike (the torch front end's seeds).
+  m.def("manual_seed", [](uint64_t seed, int device, bool shared) {
+    manual_seed(seed, device, shared ? SeedScope::kShared : SeedScope::kPerDevice);
+  }, py::arg("seed"), py::arg("device") = -1, py::arg("shared") = false);
   m.def("manual_seed_all", &manual_seed_all, py::arg("seed"));
   m.def("manual_seed_of", &manual_seed_of, py::arg("device") = -1);
   m.def("next_seed", [](int device) { return next_seed(device, kPythonCaller); }, py::arg("device") = -1);

@@ -28,7 +28,7 @@ _replica = threading.local()
 
 def _seed_device(seed):
     if _C.is_initialized():
-        _C.manual_seed(int(seed) & ((1 << 64) - 1), -1)
+        _C.manual_seed(int(seed) & ((1 << 64) - 1), -1, shared=True)
 
 
 def _generator():

@@ -309,7 +309,7 @@ def send_cpu_data_to_device(data, device):
 
 
 def set_rng_state(seed, device=None):
-    _C.manual_seed(int(seed) & ((1 << 64) - 1), _index(device))
+    _C.manual_seed(int(seed) & ((1 << 64) - 1), _index(device), shared=True)
 
 
 def get_rng_state(device=None):
