@@ -159,29 +159,28 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
-// A snapshot of the configuration. Older ones stay, linked from the newest
-// (so that a leak checker finds them): a reader on another thread may hold
-// one. A load makes a new one only when the environment changed.
-struct Snapshot {
-  Config config;
+// A snapshot of the configuration: config_internal::g_current points at
+// the newest. Older ones stay, linked from it (so that a leak checker finds
+// them): a reader on another thread may hold one. A load makes a new one
+// only when the environment changed.
+struct Snapshot : Config {
   const Snapshot* older = nullptr;
 };
-
-std::atomic<const Snapshot*> g_current{nullptr};
 
 // Makes config the current one, unless it is already, or unless any is
 // (first_only: the lenient first read loses to a load).
 const Config& publish(Config config, bool first_only) {
   auto* made = new Snapshot{std::move(config)};
-  const Snapshot* current = g_current.load(std::memory_order_acquire);
+  const Config* current = config_internal::g_current.load(std::memory_order_acquire);
   for (;;) {
-    if (current != nullptr && (first_only || current->config == made->config)) {
+    if (current != nullptr && (first_only || *current == static_cast<const Config&>(*made))) {
       delete made;
-      return current->config;
+      return *current;
     }
-    made->older = current;
-    if (g_current.compare_exchange_weak(current, made, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      return made->config;
+    made->older = static_cast<const Snapshot*>(current);
+    if (config_internal::g_current.compare_exchange_weak(current, made, std::memory_order_acq_rel,
+                                                         std::memory_order_acquire)) {
+      return *made;
     }
   }
 }
@@ -262,9 +261,12 @@ const Config& load_config() {
   return loaded;
 }
 
-const Config& config() {
-  if (const Snapshot* current = g_current.load(std::memory_order_acquire)) return current->config;
-  return publish(parse_config(ordo_variables_of_environment()).config, true);
-}
+namespace config_internal {
+
+std::atomic<const Config*> g_current{nullptr};
+
+const Config& first_config() { return publish(parse_config(ordo_variables_of_environment()).config, true); }
+
+}  // namespace config_internal
 
 }  // namespace ordo

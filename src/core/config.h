@@ -18,6 +18,7 @@
 // project's own scripts and tests use (ORDO_TEST_*, ORDO_FUZZ_*, ...) pass.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -75,8 +76,17 @@ std::string_view closest_variable(std::string_view unknown_name);
 // the current one as it was. Warns (the log, level warning) once per
 // process about each unknown ORDO_* name.
 const Config& load_config();
-// The current configuration (above). Thread-safe; the reference stays valid
-// for the process's life.
-const Config& config();
+namespace config_internal {
+// The current snapshot (config.cc), null until the first read.
+extern std::atomic<const Config*> g_current;
+const Config& first_config();
+}  // namespace config_internal
+
+// The current configuration (above): one load on the paths taken at every
+// op or step. Thread-safe; the reference stays valid for the process's life.
+inline const Config& config() {
+  const Config* current = config_internal::g_current.load(std::memory_order_acquire);
+  return current != nullptr ? *current : config_internal::first_config();
+}
 
 }  // namespace ordo

@@ -4,14 +4,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/config.h"
-
 namespace ordo {
 namespace source_location_internal {
 
 std::atomic<int> g_ir_debug_set{-1};
-
-bool ir_debug_from_config() { return config().ir_debug; }
 
 }  // namespace source_location_internal
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/config.h"
 #include "ordo/ir_debug.h"
 
 namespace ordo {
@@ -37,14 +38,13 @@ const SourceLocation* intern_source_location(std::string_view file, int line);
 namespace source_location_internal {
 // 1 or 0 as set_ir_debug_enabled set it; -1 until then: ORDO_IR_DEBUG decides.
 extern std::atomic<int> g_ir_debug_set;
-bool ir_debug_from_config();
 }  // namespace source_location_internal
 
 // ir_debug_enabled() for the paths taken at every op: a relaxed load, and
 // unless set in code, the configuration's field.
 inline bool ir_debug_on() {
   const int set = source_location_internal::g_ir_debug_set.load(std::memory_order_relaxed);
-  return set >= 0 ? set != 0 : source_location_internal::ir_debug_from_config();
+  return set >= 0 ? set != 0 : config().ir_debug;
 }
 
 // Sets the thread's user location for its scope, unless IR debug is off or
