@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/config.h"
 #include "device/cpu_placement.h"
 #include "ordo/error.h"
 #include "ordo/ordo.h"
@@ -29,12 +30,11 @@ using namespace std::chrono_literals;
 
 class FreeCoresTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { without_kernel_threads(); }
+  void TearDown() override { without_kernel_threads(); }
+  static void without_kernel_threads() {
     unsetenv("ORDO_KERNEL_THREADS");
-    set_host_devices(1);
-  }
-  void TearDown() override {
-    unsetenv("ORDO_KERNEL_THREADS");
+    load_config();
     set_host_devices(1);
   }
 };
@@ -142,30 +142,23 @@ TEST_F(FreeCoresTest, ANestedCallRunsInlineOnTheBlocksThread) {
   EXPECT_EQ(elsewhere.load(), 0);
 }
 
-TEST_F(FreeCoresTest, KernelThreadsParsing) {
-  EXPECT_EQ(parse_kernel_threads(nullptr), 0);
-  EXPECT_EQ(parse_kernel_threads(""), 0);
-  EXPECT_EQ(parse_kernel_threads("1"), 1);
-  EXPECT_EQ(parse_kernel_threads("64"), 64);
-  for (const char* bad : {"0", "-1", "two", "2x", " 2", "2.5", "99999999999"}) {
-    EXPECT_THROW(parse_kernel_threads(bad), InvalidArgument) << bad;
-  }
-}
-
 TEST_F(FreeCoresTest, KernelThreadsCapsTheThreadsAndABadValueChangesNothing) {
   setenv("ORDO_KERNEL_THREADS", "1", 1);
+  load_config();
   set_host_devices(1);
   EXPECT_EQ(free_core_threads(), 0);
   EXPECT_EQ(threads_of_waiting_blocks(4, 20ms), std::set{std::this_thread::get_id()});
   setenv("ORDO_KERNEL_THREADS", "zero", 1);
   try {
-    set_host_devices(1);
+    load_config();
     FAIL() << "no error";
   } catch (const InvalidArgument& error) {
     EXPECT_NE(std::string(error.what()).find("ORDO_KERNEL_THREADS: 'zero'"), std::string::npos) << error.what();
   }
+  set_host_devices(1);
   EXPECT_EQ(free_core_threads(), 0);  // still capped at 1
   setenv("ORDO_KERNEL_THREADS", "2", 1);
+  load_config();
   set_host_devices(1);
   EXPECT_EQ(free_core_threads(), std::min(1, usable_cpu_count() - 1));
 }

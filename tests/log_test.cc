@@ -122,14 +122,17 @@ int count(const std::string& text, const std::string& part) {
 class GraphDumpTest : public testing::OneDeviceTest {
  protected:
   void SetUp() override {
-    testing::OneDeviceTest::SetUp();
-    // Both are the process's: another test of this binary may have
-    // compiled these graphs and counted steps.
-    reset_compile_cache();
-    clear_counters();
     path_ = ::testing::TempDir() + "ordo_graphs_" + std::to_string(::getpid());
     std::remove(file().c_str());
-    setenv("ORDO_SAVE_GRAPHS_FILE", path_.c_str(), 1);
+    restart_with("ORDO_SAVE_GRAPHS_FILE", path_.c_str());
+  }
+  // The runtime reads the variables when it starts.
+  void restart_with(const char* name, const char* value) {
+    setenv(name, value, 1);
+    testing::OneDeviceTest::SetUp();
+    // The counters are the process's: another test of this binary may have
+    // counted steps.
+    clear_counters();
   }
   void TearDown() override {
     unsetenv("ORDO_SAVE_GRAPHS_FILE");
@@ -159,7 +162,7 @@ TEST_F(GraphDumpTest, EveryUncachedCompileAppendsItsGraph) {
 }
 
 TEST_F(GraphDumpTest, DotShowsCollectivesAndTheirTokenEdges) {
-  setenv("ORDO_SAVE_GRAPHS_FMT", "dot", 1);
+  restart_with("ORDO_SAVE_GRAPHS_FMT", "dot");
   const Tensor x = from_vector<float>({1, 2}, {2});
   Tensor y = all_reduce(ReduceType::kSum, all_reduce(ReduceType::kSum, x) + 1.0);
   mark_step();
@@ -174,21 +177,22 @@ TEST_F(GraphDumpTest, DotShowsCollectivesAndTheirTokenEdges) {
   EXPECT_EQ(count(text, "peripheries=2"), 1) << text;  // the root: the second all_reduce (result and token)
 }
 
-TEST_F(GraphDumpTest, ABadFormatWarnsAndSavesText) {
-  CapturedLog log(LogLevel::kWarning);
+// It was a warning at the first compile, after the program had run.
+TEST_F(GraphDumpTest, ABadFormatFailsTheRuntimeStartNamingIt) {
+  shutdown();
   setenv("ORDO_SAVE_GRAPHS_FMT", "svg", 1);
-  Tensor y = from_vector<float>({1}, {1}) + 1.0;
-  mark_step();
-  Tensor z = from_vector<float>({1}, {1}) * 5.0;
-  mark_step();
-  EXPECT_EQ(log.lines(), (std::vector<std::string>{
-                             "ordo: ORDO_SAVE_GRAPHS_FMT=svg is not a graph format (text or dot); saving text"}));
-  EXPECT_EQ(count(read_file(file()), "## ordo graph: device 0"), 2);
+  try {
+    init(1);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& error) {
+    EXPECT_STREQ(error.what(), "ORDO_SAVE_GRAPHS_FMT: 'svg' is not one of text, dot");
+  }
+  EXPECT_FALSE(is_initialized());
 }
 
 TEST_F(GraphDumpTest, AFileThatCannotBeWrittenWarnsAndTheStepRuns) {
+  restart_with("ORDO_SAVE_GRAPHS_FILE", "/nonexistent-ordo-dir/graphs");
   CapturedLog log(LogLevel::kWarning);
-  setenv("ORDO_SAVE_GRAPHS_FILE", "/nonexistent-ordo-dir/graphs", 1);
   Tensor y = from_vector<float>({1, 2}, {2}) * 4.0;
   mark_step();
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 8}));

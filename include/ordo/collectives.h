@@ -127,7 +127,8 @@ struct CollectiveTimeouts {
   double timeout_seconds = 300.0;  // fail with CollectiveTimeoutError
 };
 // Defaults come from ORDO_COLLECTIVE_WARN_SECONDS and
-// ORDO_COLLECTIVE_TIMEOUT_SECONDS when set.
+// ORDO_COLLECTIVE_TIMEOUT_SECONDS when set (checked when the runtime
+// starts); once set here, these win.
 void set_collective_timeouts(CollectiveTimeouts timeouts);
 CollectiveTimeouts collective_timeouts();
 

@@ -20,8 +20,8 @@
 
 namespace ordo {
 
-// Starts as ORDO_IR_DEBUG says (on unless unset, empty or "0"). Nodes made
-// before a change keep what they recorded.
+// As ORDO_IR_DEBUG says (1, on or true; off by default) until set here.
+// Nodes made before a change keep what they recorded.
 void set_ir_debug_enabled(bool enabled);
 bool ir_debug_enabled();
 

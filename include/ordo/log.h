@@ -10,8 +10,8 @@
 //
 // Levels, most severe first: error, warning (the default), info, debug. The
 // environment's ORDO_LOG_LEVEL (error|warning|info|debug, or 0-3) sets the
-// level when ordo first logs; a value that is none of these is said on
-// stderr and the default is kept.
+// level unless set_log_level did; a value that is none of these keeps the
+// default and fails the runtime's start (ordo::init) naming it.
 #pragma once
 
 #include <functional>

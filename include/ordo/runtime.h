@@ -19,7 +19,9 @@ namespace ordo {
 
 // Starts the runtime with num_devices local devices. Optional: the first use
 // starts it with ORDO_NUM_DEVICES (default 4). Calling it again with another
-// count needs shutdown() first.
+// count needs shutdown() first. Every start reads the ORDO_* variables
+// (README: the table) and throws InvalidArgument naming a bad one and its
+// value, starting nothing.
 void init(int num_devices);
 // Waits for every device's queue, stops the workers and resets all state.
 // Tensors of the old runtime can no longer be read or traced. A thread that
@@ -99,8 +101,8 @@ void bind_thread_to_device(int device);
 void mark_step(int device = -1);
 // How many submitted steps a device may have queued or running when
 // mark_step returns: ORDO_MAX_STEPS_AHEAD, default 2 (torch_xla keeps one
-// execution in flight); 0 makes mark_step synchronous. Negative is an
-// InvalidArgument.
+// execution in flight), until set here; 0 makes mark_step synchronous.
+// Negative is an InvalidArgument.
 void set_max_steps_ahead(int steps);
 int max_steps_ahead();
 // mark_step(device), then wait_device_ops(device) (torch_xla's

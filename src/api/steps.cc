@@ -2,10 +2,9 @@
 // drop_pending_graph), waiting for its queue, showing its graph, and the
 // compile cache and schedule that cuts use.
 #include <atomic>
-#include <cerrno>
-#include <cstdlib>
 
 #include "core/check.h"
+#include "core/config.h"
 #include "core/metrics.h"
 #include "core/trace_events.h"
 #include "executor/compile_cache.h"
@@ -28,28 +27,20 @@ void cut(int index, device::Worker::RunBy run_by) {
   executor::sync_device(index, true, run_by);
 }
 
-}  // namespace
+// The bound set in code, or -1: then ORDO_MAX_STEPS_AHEAD's (core/config.h).
+std::atomic<int> g_steps_ahead_set{-1};
 
-std::atomic<int>& steps_ahead() {
-  static std::atomic<int> steps = [] {
-    const char* text = std::getenv("ORDO_MAX_STEPS_AHEAD");
-    if (text == nullptr || *text == '\0') return 2;
-    char* end = nullptr;
-    errno = 0;
-    const long value = std::strtol(text, &end, 10);
-    ORDO_ARG_CHECK(*end == '\0' && errno == 0 && value >= 0 && value <= 1 << 20,
-                   "ORDO_MAX_STEPS_AHEAD must be a whole number of steps from 0 to 1048576, got '", text, "'");
-    return static_cast<int>(value);
-  }();
-  return steps;
-}
+}  // namespace
 
 void set_max_steps_ahead(int steps) {
   ORDO_ARG_CHECK(steps >= 0, "set_max_steps_ahead: the bound must be 0 or more, got ", steps);
-  steps_ahead().store(steps, std::memory_order_relaxed);
+  g_steps_ahead_set.store(steps, std::memory_order_relaxed);
 }
 
-int max_steps_ahead() { return steps_ahead().load(std::memory_order_relaxed); }
+int max_steps_ahead() {
+  const int set = g_steps_ahead_set.load(std::memory_order_relaxed);
+  return set >= 0 ? set : config().max_steps_ahead;
+}
 
 void mark_step(int device) {
   const int index = runtime::resolve_device(device);

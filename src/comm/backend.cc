@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/config.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -48,7 +49,7 @@ Backend choose_backend(const char* ordo_backend, const char* mpi_world_size) {
 }
 
 Backend backend_from_env() {
-  return choose_backend(std::getenv("ORDO_BACKEND"), std::getenv("OMPI_COMM_WORLD_SIZE"));
+  return choose_backend(config().backend.c_str(), std::getenv("OMPI_COMM_WORLD_SIZE"));
 }
 
 }  // namespace ordo::comm

@@ -25,8 +25,8 @@ const char* backend_name(Backend backend);
 // The rule above, from ORDO_BACKEND and OMPI_COMM_WORLD_SIZE (null or
 // empty: unset). Throws InvalidArgument as said above.
 Backend choose_backend(const char* ordo_backend, const char* mpi_world_size);
-// The rule above, from this process's environment (read at every call: a
-// runtime started again sees what changed).
+// The rule above, from the configuration's ORDO_BACKEND (core/config.h:
+// loaded at every runtime start) and the environment's OMPI_COMM_WORLD_SIZE.
 Backend backend_from_env();
 
 }  // namespace ordo::comm

@@ -1,26 +1,15 @@
 // The collective warning and timeout times: environment defaults, API override.
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "comm/timeouts.h"
+#include "core/config.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"
 
 namespace ordo {
 namespace {
-
-double seconds_from_env(const char* name, double fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  ORDO_ARG_CHECK(end != text && *end == '\0' && std::isfinite(value) && value > 0, name, ": '",
-                 text, "' is not a positive number of seconds");
-  return value;
-}
 
 void check(const CollectiveTimeouts& t) {
   ORDO_ARG_CHECK(std::isfinite(t.warn_seconds) && t.warn_seconds > 0 &&
@@ -30,28 +19,23 @@ void check(const CollectiveTimeouts& t) {
 }
 
 std::mutex g_mu;
-bool g_loaded = false;         // guarded by g_mu
-CollectiveTimeouts g_timeouts; // guarded by g_mu
+std::optional<CollectiveTimeouts> g_set_in_code;  // guarded by g_mu
 
 }  // namespace
 
 CollectiveTimeouts collective_timeouts() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_loaded) {
-    CollectiveTimeouts t;
-    t.warn_seconds = seconds_from_env("ORDO_COLLECTIVE_WARN_SECONDS", t.warn_seconds);
-    t.timeout_seconds = seconds_from_env("ORDO_COLLECTIVE_TIMEOUT_SECONDS", t.timeout_seconds);
-    g_timeouts = t;
-    g_loaded = true;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_set_in_code) return *g_set_in_code;
   }
-  return g_timeouts;
+  const Config& from_environment = config();
+  return {from_environment.collective_warn_seconds, from_environment.collective_timeout_seconds};
 }
 
 void set_collective_timeouts(CollectiveTimeouts timeouts) {
   check(timeouts);
   std::lock_guard<std::mutex> lock(g_mu);
-  g_timeouts = timeouts;
-  g_loaded = true;
+  g_set_in_code = timeouts;
 }
 
 }  // namespace ordo

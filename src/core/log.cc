@@ -2,15 +2,15 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "core/config.h"
+
 namespace ordo {
 namespace {
 
-constexpr LogLevel kDefaultLevel = LogLevel::kWarning;
 constexpr int kUnset = -1;
 
 void write_on_stderr(std::string_view line) {
@@ -18,27 +18,12 @@ void write_on_stderr(std::string_view line) {
   std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
 }
 
-LogLevel level_from_env() {
-  const char* text = std::getenv("ORDO_LOG_LEVEL");
-  if (text == nullptr || *text == '\0') return kDefaultLevel;
-  if (std::optional<LogLevel> level = parse_log_level(text)) return *level;
-  write_on_stderr(logging::line_of(std::string("ORDO_LOG_LEVEL=") + text +
-                                   " is not a log level (error, warning, info, debug or 0-3); using warning"));
-  return kDefaultLevel;
-}
-
-// The level, read from the environment on first use unless set before.
+// The level set in code, or kUnset: then ORDO_LOG_LEVEL's (core/config.h).
 std::atomic<int> g_level{kUnset};
 
 LogLevel current_level() {
-  int level = g_level.load(std::memory_order_relaxed);
-  if (level != kUnset) return static_cast<LogLevel>(level);
-  static std::once_flag from_env;
-  std::call_once(from_env, [] {
-    int unset = kUnset;
-    g_level.compare_exchange_strong(unset, static_cast<int>(level_from_env()));
-  });
-  return static_cast<LogLevel>(g_level.load(std::memory_order_relaxed));
+  const int level = g_level.load(std::memory_order_relaxed);
+  return level != kUnset ? static_cast<LogLevel>(level) : config().log_level;
 }
 
 // Locking: g_sink_mu guards g_sink only; a sink is called with no lock

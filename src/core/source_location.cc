@@ -1,6 +1,5 @@
 #include "core/source_location.h"
 
-#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -8,14 +7,7 @@
 namespace ordo {
 namespace source_location_internal {
 
-namespace {
-bool ir_debug_from_env() {
-  const char* text = std::getenv("ORDO_IR_DEBUG");
-  return text != nullptr && *text != '\0' && std::string_view(text) != "0";
-}
-}  // namespace
-
-std::atomic<bool> g_ir_debug{ir_debug_from_env()};
+std::atomic<int> g_ir_debug_set{-1};
 
 }  // namespace source_location_internal
 
@@ -57,7 +49,7 @@ const SourceLocation* intern_source_location(std::string_view file, int line) {
   return it->second;
 }
 
-void set_ir_debug_enabled(bool enabled) { source_location_internal::g_ir_debug.store(enabled); }
+void set_ir_debug_enabled(bool enabled) { source_location_internal::g_ir_debug_set.store(enabled ? 1 : 0); }
 bool ir_debug_enabled() { return ir_debug_on(); }
 
 void ScopedUserLocation::enter(const std::source_location& where) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/config.h"
 #include "ordo/ir_debug.h"
 
 namespace ordo {
@@ -35,15 +36,20 @@ struct SourceLocation {
 const SourceLocation* intern_source_location(std::string_view file, int line);
 
 namespace source_location_internal {
-extern std::atomic<bool> g_ir_debug;
+// 1 or 0 as set_ir_debug_enabled set it; -1 until then: ORDO_IR_DEBUG decides.
+extern std::atomic<int> g_ir_debug_set;
 }  // namespace source_location_internal
 
-// ir_debug_enabled() for the paths taken at every op: one relaxed load.
-inline bool ir_debug_on() { return source_location_internal::g_ir_debug.load(std::memory_order_relaxed); }
+// ir_debug_enabled() for the paths taken at every op: a relaxed load, and
+// unless set in code, the configuration's field.
+inline bool ir_debug_on() {
+  const int set = source_location_internal::g_ir_debug_set.load(std::memory_order_relaxed);
+  return set >= 0 ? set != 0 : config().ir_debug;
+}
 
 // Sets the thread's user location for its scope, unless IR debug is off or
 // an outer scope set one already (the outermost caller is the user). Every
-// public op opens one, so with IR debug off it costs one relaxed load. A
+// public op opens one, so with IR debug off it costs ir_debug_on(). A
 // default-constructed std::source_location (line 0: the Python binding's,
 // whose user line comes from the provider) sets nothing.
 class ScopedUserLocation {
@@ -71,7 +77,7 @@ using UserLocationProvider = const SourceLocation* (*)();
 void set_user_location_provider(UserLocationProvider provider);
 
 // Where the op being traced on this thread comes from: null with IR debug
-// off (one relaxed load). May run Python (the provider): call it before
+// off (ir_debug_on()). May run Python (the provider): call it before
 // taking any lock of ordo.
 const SourceLocation* user_location_when_on();
 inline const SourceLocation* user_location() { return ir_debug_on() ? user_location_when_on() : nullptr; }

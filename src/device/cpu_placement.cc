@@ -4,11 +4,9 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 #include <vector>
 
-#include "ordo/error.h"
+#include "core/config.h"
 
 namespace ordo::device {
 namespace {
@@ -31,16 +29,7 @@ const std::vector<int>& allowed_cpus() {
 
 }  // namespace
 
-bool cpu_binding_enabled() {
-  static const bool enabled = [] {
-    const char* text = std::getenv("ORDO_CPU_BIND");
-    const std::string_view value = text == nullptr ? "" : text;
-    ORDO_ARG_CHECK(value.empty() || value == "cores" || value == "none", "ORDO_CPU_BIND: '", value,
-                   "' is not one of cores, none");
-    return value != "none";
-  }();
-  return enabled;
-}
+bool cpu_binding_enabled() { return config().cpu_bind; }
 
 int usable_cpu_count() { return static_cast<int>(allowed_cpus().size()); }
 

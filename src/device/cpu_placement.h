@@ -19,7 +19,7 @@
 namespace ordo::device {
 
 // Whether ordo pins threads: ORDO_CPU_BIND unset or "cores" (yes), or
-// "none". Throws InvalidArgument for another value; read once.
+// "none" (core/config.h checks it when the runtime starts).
 bool cpu_binding_enabled();
 // The CPUs this process was allowed when placement was first asked for.
 int usable_cpu_count();

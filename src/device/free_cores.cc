@@ -22,19 +22,17 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <system_error>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/config.h"
 #include "device/cpu_placement.h"
-#include "ordo/error.h"
 
 namespace ordo::device {
 namespace {
@@ -269,18 +267,8 @@ Pool& pool() {
 KernelHome::KernelHome(int cpu) : previous_(home_cpu) { home_cpu = cpu; }
 KernelHome::~KernelHome() { home_cpu = previous_; }
 
-int parse_kernel_threads(const char* text) {
-  if (text == nullptr || *text == '\0') return 0;
-  int n = 0;
-  const char* end = text + std::strlen(text);
-  auto [ptr, ec] = std::from_chars(text, end, n);
-  ORDO_ARG_CHECK(ec == std::errc() && ptr == end && n >= 1, "ORDO_KERNEL_THREADS: '", text,
-                 "' is not a whole number of threads >= 1");
-  return n;
-}
-
 void set_host_devices(int host_devices) {
-  const int kernel_threads = parse_kernel_threads(std::getenv("ORDO_KERNEL_THREADS"));
+  const int kernel_threads = config().kernel_threads;
   kernel_threads_.store(kernel_threads, std::memory_order_relaxed);
   if (host_devices_.exchange(host_devices, std::memory_order_relaxed) != host_devices) {
     placement_generation_.fetch_add(1, std::memory_order_relaxed);

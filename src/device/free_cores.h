@@ -24,15 +24,9 @@ namespace ordo::device {
 int free_core_threads();
 
 // Sets how many devices this host runs (the runtime does, when it starts):
-// the free cores are the host's usable CPUs beyond them. Reads
-// ORDO_KERNEL_THREADS then, and throws InvalidArgument (changing nothing)
-// for a bad value.
+// the free cores are the host's usable CPUs beyond them. Takes the
+// configuration's ORDO_KERNEL_THREADS then (core/config.h).
 void set_host_devices(int host_devices);
-
-// ORDO_KERNEL_THREADS: the threads one kernel may use, its calling worker
-// included; 0 for unset or empty (no limit beyond the free cores). Throws
-// InvalidArgument for anything but a whole number >= 1.
-int parse_kernel_threads(const char* text);
 
 // Marks the calling thread, while it lives, as running a task of the
 // device whose worker is pinned to cpu (-1: none). That worker idles

@@ -88,18 +88,6 @@ std::string describe_difference(const std::vector<std::string>& older, const std
   return out;
 }
 
-namespace debug_internal {
-
-bool read_enabled() {
-  const char* text = std::getenv("ORDO_DEBUG");
-  if (text == nullptr || *text == '\0' || std::strcmp(text, "0") == 0) return false;
-  if (std::strcmp(text, "1") == 0) return true;
-  logging::log(LogLevel::kWarning, str_cat("ORDO_DEBUG=", text, " is neither 0 nor 1; the analysis stays off"));
-  return false;
-}
-
-}  // namespace debug_internal
-
 void note_mark_step(int device) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_watches[device].steps;

@@ -14,13 +14,14 @@
 //   every read waits for the device to finish the step.
 // Each warning is said once per device and process, through the log
 // (core/log.h, level warning). Without ORDO_DEBUG=1 every call here is one
-// test of a bool read once per process.
+// test of the configuration's field.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "ir/post_order.h"
 
 namespace ordo::executor {
@@ -28,16 +29,9 @@ namespace ordo::executor {
 inline constexpr int64_t kSettleSteps = 10;
 inline constexpr int64_t kWindowSteps = 10;
 
-namespace debug_internal {
-bool read_enabled();
-}  // namespace debug_internal
-
-// ORDO_DEBUG is "1" (read once per process). Callers test it before they
-// note anything, so that without it a step pays this test only.
-inline bool debug_enabled() {
-  static const bool enabled = debug_internal::read_enabled();
-  return enabled;
-}
+// ORDO_DEBUG is on (core/config.h). Callers test it before they note
+// anything, so that without it a step pays this test only.
+inline bool debug_enabled() { return config().debug; }
 
 // device: its index in this process; global_ordinal names it in warnings.
 void note_mark_step(int device);

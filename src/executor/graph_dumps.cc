@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -11,6 +10,7 @@
 #include <unordered_set>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "ir/graph_dot.h"
 #include "ordo/error.h"
@@ -18,8 +18,8 @@
 namespace ordo::executor {
 namespace {
 
-// Says a complaint once per process for each distinct text (a bad value,
-// a file that failed), not at every compile. Locking: its own leaf mutex.
+// Says a complaint once per process for each distinct text (a file that
+// failed), not at every compile. Locking: its own leaf mutex.
 void warn_once(const std::string& message) {
   static std::mutex mu;
   static std::set<std::string> said;
@@ -28,14 +28,6 @@ void warn_once(const std::string& message) {
     if (!said.insert(message).second) return;
   }
   logging::log(LogLevel::kWarning, message);
-}
-
-GraphDumpFormat format_from_env() {
-  const char* text = std::getenv("ORDO_SAVE_GRAPHS_FMT");
-  if (text == nullptr || *text == '\0' || std::strcmp(text, "text") == 0) return GraphDumpFormat::kText;
-  if (std::strcmp(text, "dot") == 0) return GraphDumpFormat::kDot;
-  warn_once(str_cat("ORDO_SAVE_GRAPHS_FMT=", text, " is not a graph format (text or dot); saving text"));
-  return GraphDumpFormat::kText;
 }
 
 std::atomic<bool> g_wanted{false};
@@ -54,11 +46,11 @@ bool first_save(int global_ordinal, uint64_t graph_hash) {
 }  // namespace
 
 std::optional<GraphDumpSettings> graph_dump_settings() {
-  const char* path = std::getenv("ORDO_SAVE_GRAPHS_FILE");
-  const bool wanted = path != nullptr && *path != '\0';
+  const Config& settings = config();
+  const bool wanted = !settings.save_graphs_file.empty();
   g_wanted.store(wanted, std::memory_order_relaxed);
   if (!wanted) return std::nullopt;
-  return GraphDumpSettings{path, format_from_env()};
+  return GraphDumpSettings{settings.save_graphs_file, settings.save_graphs_format};
 }
 
 bool graph_dumps_wanted() noexcept { return g_wanted.load(std::memory_order_relaxed); }
@@ -74,10 +66,10 @@ std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordina
   return out.str();
 }
 
-std::string graph_dump_entry(const ir::PostOrder& graph, GraphDumpFormat format, int global_ordinal, int64_t step) {
-  return str_cat(format == GraphDumpFormat::kDot ? "// " : "## ", "ordo graph: ",
+std::string graph_dump_entry(const ir::PostOrder& graph, GraphFileFormat format, int global_ordinal, int64_t step) {
+  return str_cat(format == GraphFileFormat::kDot ? "// " : "## ", "ordo graph: ",
                  compiled_graph_summary(graph, global_ordinal, step), "\n",
-                 format == GraphDumpFormat::kDot ? ir::dump_dot(graph) : ir::dump(graph));
+                 format == GraphFileFormat::kDot ? ir::dump_dot(graph) : ir::dump(graph));
 }
 
 void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step) {

@@ -8,31 +8,29 @@
 // graph's hash and the device's MarkStep count. The compile cache is the
 // process's: a graph that another device of the process compiled first is
 // a hit here, and is saved at this device's first hit of it, so that each
-// file has every graph its device ran. The environment is read at every
-// uncached compile (a compile costs far more), so a program may set it
-// before any step of any runtime; a hit reads only what the last compile
-// found (graph_dumps_wanted). A bad format or a file that cannot be
-// written is a warning (once per value or file), never an error: the step
-// runs all the same.
+// file has every graph its device ran. The variables are the runtime's
+// configuration (core/config.h: read when it starts, a bad format fails
+// the start); a hit reads only what the last compile found
+// (graph_dumps_wanted). A file that cannot be written is a warning (once
+// per file), never an error: the step runs all the same.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "core/config.h"
 #include "ir/post_order.h"
 
 namespace ordo::executor {
 
-enum class GraphDumpFormat { kText, kDot };
-
 struct GraphDumpSettings {
   std::string path;  // each device appends to path + "." + its global ordinal
-  GraphDumpFormat format = GraphDumpFormat::kText;
+  GraphFileFormat format = GraphFileFormat::kText;
 };
 
 // From ORDO_SAVE_GRAPHS_FILE and ORDO_SAVE_GRAPHS_FMT (text or dot; text
-// if unset); nullopt when no file is asked for.
+// if unset), as configured; nullopt when no file is asked for.
 std::optional<GraphDumpSettings> graph_dump_settings();
 // What the last graph_dump_settings() found: whether graphs are saved.
 bool graph_dumps_wanted() noexcept;
@@ -42,7 +40,7 @@ std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordina
 
 // "## ordo graph: <summary>" (text; "//" for dot:
 // DOT's comment) followed by the graph.
-std::string graph_dump_entry(const ir::PostOrder& graph, GraphDumpFormat format, int global_ordinal, int64_t step);
+std::string graph_dump_entry(const ir::PostOrder& graph, GraphFileFormat format, int global_ordinal, int64_t step);
 
 // Appends the entry of graph to its device's file (a compile).
 void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step);

@@ -1,13 +1,11 @@
 #include "runtime/runtime.h"
 
 #include <atomic>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <new>
 
 #include "comm/factory.h"
+#include "core/config.h"
 #include "device/cpu_placement.h"
 #include "device/free_cores.h"
 #include "ordo/error.h"
@@ -15,9 +13,6 @@
 
 namespace ordo::runtime {
 namespace {
-
-constexpr int kDefaultNumDevices = 4;
-constexpr int kMaxDevices = 1024;
 
 std::mutex g_lifecycle_mu;
 std::unique_ptr<Runtime> g_runtime;           // guarded by g_lifecycle_mu
@@ -31,8 +26,13 @@ void check_num_devices(int n, const char* source) {
                  kMaxDevices, "], got ", n);
 }
 
-// Caller holds g_lifecycle_mu.
-void start_locked(int n) {
+// Caller holds g_lifecycle_mu. num_devices 0: the configuration's
+// ORDO_NUM_DEVICES, or in a forked child the parent's count.
+void start_locked(int num_devices) {
+  // Every ORDO_* variable is checked here, before anything starts: a bad
+  // one read late would fail one device hundreds of steps in.
+  const Config& config = load_config();
+  const int n = num_devices > 0 ? num_devices : g_forked_num_devices > 0 ? g_forked_num_devices : config.num_devices;
   register_fork_handlers();
   // The backend is chosen anew at every start; MPI's world, once joined,
   // stays the process's job (comm/factory.h).
@@ -43,22 +43,12 @@ void start_locked(int n) {
 
 }  // namespace
 
-int num_devices_from_env() {
-  const char* text = std::getenv("ORDO_NUM_DEVICES");
-  if (text == nullptr || *text == '\0') return kDefaultNumDevices;
-  int n = 0;
-  const char* end = text + std::strlen(text);
-  auto [ptr, ec] = std::from_chars(text, end, n);
-  ORDO_ARG_CHECK(ec == std::errc() && ptr == end, "ORDO_NUM_DEVICES: '", text,
-                 "' is not a whole number");
-  check_num_devices(n, "ORDO_NUM_DEVICES");
-  return n;
-}
+int num_devices_from_env() { return load_config().num_devices; }
 
 Runtime::Runtime(comm::World world, uint64_t generation)
     : topology_(std::move(world.topology)), generation_(generation), communicator_(std::move(world.communicator)) {
-  // Before any worker starts: a bad ORDO_CPU_BIND fails here, and the CPUs
-  // are read from this thread, not from a pinned one.
+  // Before any worker starts: the CPUs are read from this thread, not from
+  // a pinned one.
   if (device::cpu_binding_enabled()) device::usable_cpu_count();
   device::set_host_devices(topology_.host_devices());
   for (int index = 0; index < topology_.local_devices(); ++index) {
@@ -102,7 +92,7 @@ Runtime& get() {
   Runtime* current = g_current.load(std::memory_order_acquire);
   if (current != nullptr) return *current;
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
-  if (!g_runtime) start_locked(g_forked_num_devices > 0 ? g_forked_num_devices : num_devices_from_env());
+  if (!g_runtime) start_locked(0);
   return *g_runtime;
 }
 

@@ -57,10 +57,12 @@ class Runtime {
 // The running runtime, started from ORDO_NUM_DEVICES if needed.
 Runtime& get();
 // The devices this process drives by default: ORDO_NUM_DEVICES, 4 when
-// unset; InvalidArgument for a value that is no count of devices.
+// unset. Loads the configuration (core/config.h): InvalidArgument for any
+// bad ORDO_* variable.
 int num_devices_from_env();
 // Starts a runtime of num_devices devices unless one runs; one that runs
-// with another count is an InvalidArgument (ordo::init's rules).
+// with another count is an InvalidArgument (ordo::init's rules). Every
+// start loads the configuration first (core/config.h: load_config).
 void start(int num_devices);
 // Stops the running runtime, if any: runs what its devices queued, joins
 // their workers and frees it.

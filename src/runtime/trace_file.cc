@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "core/config.h"
 #include "core/trace_events.h"
 #include "core/trace_json.h"
 #include "ordo/error.h"
@@ -119,8 +120,8 @@ bool tracing() {
 }
 
 void start_env_trace() {
-  const char* path = std::getenv("ORDO_TRACE_FILE");
-  if (path == nullptr || *path == '\0') return;
+  const std::string& path = config().trace_file;
+  if (path.empty()) return;
   std::lock_guard<std::mutex> lock(g_trace_mu);
   if (!g_path.empty()) return;  // start_trace's trace goes on
   try {

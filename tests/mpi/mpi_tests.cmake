@@ -215,6 +215,10 @@ if(ORDO_BUILD_PYTHON)
       ARGS -np ${processes} -x ORDO_NUM_DEVICES=${devices} ${Python3_EXECUTABLE} ${trace_check}
         ${CMAKE_CURRENT_BINARY_DIR}/mpi_trace_${layout}.json)
   endforeach()
+  # A bad ORDO_* value fails every process at its start, naming it.
+  ordo_add_mpi_test(NAME mpi_bad_variable_fails_every_start_2x1 TIMEOUT 60
+    ARGS -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_COLLECTIVE_TIMEOUT_SECONDS=x ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/bad_variable.py)
 endif()
 
 # The conformance suites (collectives and exchange) checking the MPI backend:

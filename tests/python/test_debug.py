@@ -1,7 +1,7 @@
 """Seeing what ran: the log's level (ORDO_LOG_LEVEL, ordo.set_log_level),
 compiled graphs saved to files (ORDO_SAVE_GRAPHS_FILE, _FMT) and ORDO_DEBUG's
 warnings about recompiling graphs and reads every step. The environment is
-read when the process starts or first uses it: each case runs a subprocess."""
+read when the runtime starts: each case runs a subprocess."""
 
 import os
 import subprocess
@@ -38,12 +38,12 @@ for step in range(20):
 READING_LOOP = STEADY_LOOP + "    print(w.numpy()[0])\n"
 
 
-def run(program, **env):
+def run(program, succeeds=True, **env):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("ORDO_", "OMPI_"))}
     full_env.update({"ORDO_NUM_DEVICES": "2", **env})
     result = subprocess.run([sys.executable, "-c", program], env=full_env, capture_output=True, text=True,
                             timeout=120)
-    assert result.returncode == 0, result.stderr
+    assert (result.returncode == 0) == succeeds, result.stderr
     return result
 
 
@@ -96,12 +96,12 @@ def test_at_level_info_every_compile_is_said():
     assert len(lines) == 21, lines
 
 
-def test_bad_values_are_said_and_the_defaults_kept():
-    result = run(RECOMPILING_LOOP + "\nprint(ordo.log_level())", ORDO_DEBUG="yes", ORDO_LOG_LEVEL="loud")
-    assert ordo_lines(result) == [
-        "ordo: ORDO_LOG_LEVEL=loud is not a log level (error, warning, info, debug or 0-3); using warning",
-        "ordo: ORDO_DEBUG=yes is neither 0 nor 1; the analysis stays off"]
-    assert result.stdout.splitlines()[-1] == "warning"
+# They were warnings, and the program ran on with the defaults.
+def test_bad_values_fail_the_start_naming_each():
+    result = run(RECOMPILING_LOOP, succeeds=False, ORDO_DEBUG="yes", ORDO_LOG_LEVEL="loud")
+    assert result.stderr.splitlines()[-1] == (
+        "ValueError: ORDO_LOG_LEVEL: 'loud' is not a log level (error, warning, info, debug or 0-3); "
+        "ORDO_DEBUG: 'yes' is not a switch (1, on, true; or 0, off, false)")
 
 
 def test_set_log_level_in_python():
@@ -174,8 +174,9 @@ def test_a_graph_another_device_compiled_is_saved_once_in_this_ones_file(tmp_pat
     assert entries[0][0].split("\n", 1)[1] == entries[1][0].split("\n", 1)[1]
 
 
-def test_a_bad_graph_format_is_a_warning_and_text_is_saved(tmp_path):
+# It was a warning at the first compile, and text was saved.
+def test_a_bad_graph_format_fails_the_start(tmp_path):
     path = tmp_path / "graphs"
-    result = run(TWO_DEVICES, ORDO_SAVE_GRAPHS_FILE=str(path), ORDO_SAVE_GRAPHS_FMT="svg")
-    assert ordo_lines(result) == ["ordo: ORDO_SAVE_GRAPHS_FMT=svg is not a graph format (text or dot); saving text"]
-    assert (tmp_path / "graphs.0").read_text().startswith("## ordo graph: device 0, graph ")
+    result = run(TWO_DEVICES, succeeds=False, ORDO_SAVE_GRAPHS_FILE=str(path), ORDO_SAVE_GRAPHS_FMT="svg")
+    assert result.stderr.splitlines()[-1] == "ValueError: ORDO_SAVE_GRAPHS_FMT: 'svg' is not one of text, dot"
+    assert not (tmp_path / "graphs.0").exists()

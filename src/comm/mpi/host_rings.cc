@@ -13,6 +13,7 @@
 
 #include "comm/mpi/mpi_world.h"
 #include "core/check.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "ordo/error.h"
 
@@ -28,16 +29,7 @@ constexpr size_t kMaxSegment = 32 * 1024 * 1024;
 
 size_t padded(size_t bytes) { return (bytes + 7) / 8 * 8; }
 
-bool shm_wanted() {
-  const char* text = std::getenv("ORDO_MPI_SHM");
-  if (text == nullptr) return true;
-  const std::string value = text;
-  if (value == "off" || value == "0" || value == "false") return false;
-  if (value != "on" && value != "1" && value != "true" && !value.empty()) {
-    logging::log(LogLevel::kWarning, str_cat("ORDO_MPI_SHM=", value, " is neither on nor off; it stays on"));
-  }
-  return true;
-}
+bool shm_wanted() { return config().mpi_shm; }
 
 // A name no other segment of this host has: the creator's pid, a count,
 // and random bits (pids repeat across containers sharing /dev/shm).

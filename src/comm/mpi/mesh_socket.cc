@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/config.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -117,7 +118,7 @@ bool ipv4_in_cidr(const std::string& ip, std::string_view cidr) {
 }
 
 std::string mesh_listen_address(bool single_host) {
-  const std::string chosen = env("ORDO_MESH_ADDRESS");
+  const std::string& chosen = config().mesh_address;
   if (!chosen.empty()) {
     ORDO_ARG_CHECK(parse_ipv4(chosen).has_value(), "ORDO_MESH_ADDRESS='", chosen,
                    "' is not an IPv4 address such as 10.0.0.2");
