@@ -5,7 +5,7 @@
 
 #include "comm/deadlines.h"
 #include "comm/describe.h"
-#include "comm/in_process/data_movement.h"
+#include "comm/protocol/data_movement.h"
 #include "core/check.h"
 #include "core/interrupt.h"
 

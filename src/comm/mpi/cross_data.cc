@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-#include "comm/in_process/data_movement.h"
+#include "comm/protocol/data_movement.h"
 #include "core/check.h"
 
 namespace ordo::comm {

@@ -39,7 +39,8 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
       comm_(duplicate(world.comm())),
       link_(comm_),
       rings_(HostRings::open(comm_, world.topology())),
-      local_(world.topology().world_size()),
+      local_groups_(world.topology().world_size(), gone_, interrupted_),
+      local_exchange_(world.topology().world_size(), gone_, interrupted_),
       board_(world_, link_),
       peers_{world_, link_, rings_.get(), gone_, interrupted_, board_},
       exchange_(world_, link_, gone_, interrupted_, board_),
@@ -226,7 +227,7 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   if (route.group == nullptr) {
     board_.start(call.device, {call.op, route.partition, route.group_text, -1});
     const Finished finished(board_, call.device);
-    return local_.run(call);
+    return local_groups_.run(call);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
@@ -251,7 +252,7 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
   if (route.group == nullptr) {
     board_.start(device, {op, route.partition, route.group_text, -1});
     board_.finish(device);
-    return local_.abandon(op, attrs, device, reason);
+    return local_groups_.abandon(op, attrs, device, reason);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
@@ -264,7 +265,7 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
 
 void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {
   gone_.mark(device, reason);
-  local_.mark_device_failed(device, reason);
+  wake_local_waiters();
   if (world_.topology().is_local(device)) {
     flush_sends();
     mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
@@ -273,14 +274,18 @@ void MpiCommunicator::mark_device_failed(int device, const std::string& reason) 
 
 void MpiCommunicator::mark_device_shut_down(int device, const std::string& reason) {
   gone_.mark(device, reason);
-  local_.mark_device_failed(device, reason);
+  wake_local_waiters();
+}
+
+void MpiCommunicator::wake_local_waiters() {
+  local_groups_.wake();
+  local_exchange_.wake();
 }
 
 void MpiCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
-  // Both keep their absence epochs in step: every clear goes to both.
   const bool current = gone_.absence_epoch(device) == epoch;
   gone_.mark_absent(device, reason, epoch);
-  local_.mark_device_absent(device, reason, epoch);
+  wake_local_waiters();
   if (current && world_.topology().is_local(device)) {
     flush_sends();
     mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
@@ -289,21 +294,14 @@ void MpiCommunicator::mark_device_absent(int device, const std::string& reason, 
 
 void MpiCommunicator::clear_device_absent(int device) {
   gone_.clear_absent(device);
-  local_.clear_device_absent(device);
   if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kPresent, device, ""});
 }
 
 uint64_t MpiCommunicator::interrupt(int device, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(interrupt_mu_);
   const uint64_t id = interrupted_.interrupt(device, reason);
-  ORDO_CHECK_EQ(local_.interrupt(device, reason), id);
+  local_groups_.wake();
+  local_exchange_.interrupt(device, reason);
   return id;
-}
-
-void MpiCommunicator::end_interrupt(int device, uint64_t id) {
-  std::lock_guard<std::mutex> lock(interrupt_mu_);
-  interrupted_.end(device, id);
-  local_.end_interrupt(device, id);
 }
 
 std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
@@ -312,7 +310,7 @@ std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
   ORDO_ARG_CHECK(topology.is_local(call.device), describe_tag(call.tag), ": device ", call.device,
                  " is driven by another process");
   if (std::all_of(participants.begin(), participants.end(), [&](int d) { return topology.is_local(d); })) {
-    return local_.exchange(call);
+    return local_exchange_.exchange(call);
   }
   return exchange_.exchange(call, std::move(participants));
 }

@@ -2,8 +2,9 @@
 // mpirun. The process drives its own devices (threads); every other
 // device of the world belongs to another process.
 //
-// - A group whose members are all in this process runs in-process (the
-//   same channels as the in-process backend).
+// - A group whose members are all in this process meets in memory
+//   (protocol/local_groups.h, as in the in-process backend), and so does
+//   an exchange whose participants all are (protocol/local_exchange.h).
 // - A group that spans processes: this process's members meet locally
 //   (local_meeting.h), and the last to arrive runs the collective with
 //   the other processes for all of them (cross_collective.h), moving
@@ -26,7 +27,8 @@
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
 // Order: a meeting's lock, then the exchange's, then the link's (the MPI
-// lock), a leaf; GoneDevices and InterruptedDevices are leaves too.
+// lock), a leaf; GoneDevices and InterruptedDevices are leaves too (one
+// of each, shared with the local groups and the local exchange).
 #pragma once
 
 #include <map>
@@ -38,7 +40,6 @@
 
 #include "comm/communicator.h"
 #include "comm/gone_devices.h"
-#include "comm/in_process/in_process_communicator.h"
 #include "comm/interrupted_devices.h"
 #include "comm/mpi/cross_collective.h"
 #include "comm/mpi/host_rings.h"
@@ -47,6 +48,8 @@
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm/mpi/progress_board.h"
+#include "comm/protocol/local_exchange.h"
+#include "comm/protocol/local_groups.h"
 
 namespace ordo::comm {
 
@@ -66,7 +69,7 @@ class MpiCommunicator : public Communicator {
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
   void clear_device_absent(int device) override;
   uint64_t interrupt(int device, const std::string& reason) override;
-  void end_interrupt(int device, uint64_t id) override;
+  void end_interrupt(int device, uint64_t id) override { interrupted_.end(device, id); }
   std::vector<std::string> exchange(const ExchangeCall& call) override;
 
  private:
@@ -102,6 +105,8 @@ class MpiCommunicator : public Communicator {
   // What this process sent leaves it before news of its devices does (the
   // news travel on the mesh and could overtake it).
   void flush_sends();
+  // After news of a device: the local groups' and exchange's sleepers look again.
+  void wake_local_waiters();
   // News from another process, or of one that died.
   void hear(int device, const std::string& reason, bool for_good);
 
@@ -116,7 +121,8 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<HostRings> rings_;
   GoneDevices gone_;
   InterruptedDevices interrupted_;
-  InProcessCommunicator local_;  // groups within this process
+  LocalGroups local_groups_;      // groups within this process
+  LocalExchange local_exchange_;  // exchanges within this process
   ProgressBoard board_;
   Peers peers_;
   MpiExchange exchange_;
@@ -125,7 +131,6 @@ class MpiCommunicator : public Communicator {
   std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
   std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
-  std::mutex interrupt_mu_;           // keeps this and local_'s interrupt ids in step
   // Answers other processes' questions (progress_board.h), and moves the
   // ring records that waited for room, every few milliseconds, even while
   // every device of this process computes.

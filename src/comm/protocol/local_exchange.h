@@ -1,11 +1,12 @@
-// The in-process exchange (Communicator::exchange, a rendezvous): the
-// participants of a round are threads of this process, so they meet in
-// memory. Each leaves a copy of its payload in the round's meeting and
+// The exchange (Communicator::exchange, a rendezvous) among participants
+// that are all threads of this process, so they meet in memory: the whole
+// exchange in-process, and an MPI process's rounds whose participants are
+// all its own. Each leaves a copy of its payload in the round's meeting and
 // waits until every participant has; each then copies every payload out.
 // It is host-side and rare (a barrier, a mesh_reduce), so one mutex and
 // one condition variable serve every meeting.
 //
-//   InProcessExchange exchange(world, gone, interrupted);
+//   LocalExchange exchange(world, gone, interrupted);
 //   std::vector<std::string> all = exchange.exchange({device, "step", {}, bytes});
 //
 // A round is (tag, participants, number); each device counts its rounds
@@ -39,9 +40,9 @@
 
 namespace ordo::comm {
 
-class InProcessExchange {
+class LocalExchange {
  public:
-  InProcessExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted);
+  LocalExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted);
 
   std::vector<std::string> exchange(const ExchangeCall& call);
   // A device was declared gone or absent: waiters look again.

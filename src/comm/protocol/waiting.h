@@ -8,8 +8,8 @@
 #include <span>
 
 #include "comm/gone_devices.h"
-#include "comm/in_process/channel.h"
-#include "comm/in_process/progress.h"
+#include "comm/protocol/channel.h"
+#include "comm/protocol/progress.h"
 #include "comm/interrupted_devices.h"
 
 namespace ordo::comm {

@@ -1,4 +1,4 @@
-#include "comm/in_process/missing_members.h"
+#include "comm/protocol/missing_members.h"
 
 #include <algorithm>
 #include <vector>

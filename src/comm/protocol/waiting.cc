@@ -1,4 +1,4 @@
-#include "comm/in_process/waiting.h"
+#include "comm/protocol/waiting.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include "comm/deadlines.h"
 #include "comm/describe.h"
-#include "comm/in_process/missing_members.h"
+#include "comm/protocol/missing_members.h"
 #include "core/interrupt.h"
 #include "ordo/collectives.h"
 
