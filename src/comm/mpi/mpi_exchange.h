@@ -75,6 +75,9 @@ class MpiExchange {
     // long they waited); any other fails every participant alike.
     ErrorCode code = ErrorCode::kCollectiveTimeout;
   };
+  // One device's part in one round, while it takes part (mpi_exchange.cc).
+  class Round;
+
   static std::string encode(const Note& note);
   Note decode(const std::string& bytes, int source) const;
 
