@@ -6,9 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/gone_devices.h"
+#include "comm/device_status.h"
 #include "comm/protocol/local_exchange.h"
-#include "comm/interrupted_devices.h"
 
 namespace ordo::comm {
 namespace {
@@ -36,9 +35,8 @@ std::vector<std::string> run_rounds(LocalExchange& exchange, int rounds, const T
 }
 
 TEST(ExchangeRoundsTest, TagsUsedOnceLeaveNoRoundCountsBehind) {
-  GoneDevices gone;
-  InterruptedDevices interrupted;
-  LocalExchange exchange(kWorld, gone, interrupted);
+  DeviceStatus status;
+  LocalExchange exchange(kWorld, status);
   const std::vector<std::string> last =
       run_rounds(exchange, 500, [](int r) { return "epoch_" + std::to_string(r); });
   EXPECT_EQ(last, (std::vector<std::string>{"0:499", "1:499", "2:499"}));
@@ -46,9 +44,8 @@ TEST(ExchangeRoundsTest, TagsUsedOnceLeaveNoRoundCountsBehind) {
 }
 
 TEST(ExchangeRoundsTest, ARepeatedTagMeetsRoundByRoundAndEndsLevel) {
-  GoneDevices gone;
-  InterruptedDevices interrupted;
-  LocalExchange exchange(kWorld, gone, interrupted);
+  DeviceStatus status;
+  LocalExchange exchange(kWorld, status);
   // Devices race ahead into the next round of the same tag: the counts of
   // a round taken while another started stay, and the rounds still pair.
   const std::vector<std::string> last = run_rounds(exchange, 300, [](int) { return std::string("step"); });

@@ -4,23 +4,23 @@ namespace ordo::comm {
 
 InProcessCommunicator::InProcessCommunicator(int world_size)
     : world_size_(world_size),
-      groups_(world_size, gone_, interrupted_),
-      exchange_(world_size, gone_, interrupted_) {}
+      groups_(world_size, status_),
+      exchange_(world_size, status_) {}
 
 void InProcessCommunicator::mark_device_failed(int device, const std::string& reason) {
-  gone_.mark(device, reason);
+  status_.mark_gone(device, Gone::kFailed, reason);
   groups_.wake();
   exchange_.wake();
 }
 
 void InProcessCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
-  gone_.mark_absent(device, reason, epoch);
+  status_.mark_absent(device, reason, epoch);
   groups_.wake();
   exchange_.wake();
 }
 
 uint64_t InProcessCommunicator::interrupt(int device, const std::string& reason) {
-  const uint64_t id = interrupted_.interrupt(device, reason);
+  const uint64_t id = status_.interrupt(device, reason);
   groups_.wake();
   exchange_.interrupt(device, reason);
   return id;

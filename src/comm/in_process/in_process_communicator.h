@@ -2,14 +2,13 @@
 // memory, so the whole protocol runs in memory: collectives in the
 // groups' channels (protocol/local_groups.h), the exchange in meetings of
 // payload copies (protocol/local_exchange.h), device news in the
-// registries every waiter reads (comm/gone_devices.h,
-// comm/interrupted_devices.h). It owns the three and tells them of news.
+// device status every waiter reads (comm/device_status.h). It owns the
+// three and tells them of news.
 //
 //   InProcessCommunicator comm(2);
 //   comm.run(call);  // on each device's worker, with that device's call
 //
-// Locking: none of its own. The groups' locks come before the
-// registries'; the exchange has a lock of its own (local_exchange.h),
+// Locking: none of its own. The groups' locks come before the status's; the exchange has a lock of its own (local_exchange.h),
 // never held with a group's.
 #pragma once
 
@@ -17,8 +16,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/protocol/local_exchange.h"
 #include "comm/protocol/local_groups.h"
 
@@ -35,17 +33,16 @@ class InProcessCommunicator : public Communicator {
     groups_.abandon(op, attrs, device, reason);
   }
   void mark_device_failed(int device, const std::string& reason) override;
-  uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
+  uint64_t absence_epoch(int device) override { return status_.absence_epoch(device); }
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
-  void clear_device_absent(int device) override { gone_.clear_absent(device); }
+  void clear_device_absent(int device) override { status_.clear_absent(device); }
   uint64_t interrupt(int device, const std::string& reason) override;
-  void end_interrupt(int device, uint64_t id) override { interrupted_.end(device, id); }
+  void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
   std::vector<std::string> exchange(const ExchangeCall& call) override { return exchange_.exchange(call); }
 
  private:
   const int world_size_;
-  GoneDevices gone_;
-  InterruptedDevices interrupted_;
+  DeviceStatus status_;
   LocalGroups groups_;
   LocalExchange exchange_;  // host-side: meets apart from the groups
 };

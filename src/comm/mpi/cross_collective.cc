@@ -19,9 +19,6 @@ using Clock = std::chrono::steady_clock;
 // before the data.
 constexpr size_t kEagerBytes = 64 * 1024;
 
-// How long a leader still looks for a gone peer's messages.
-constexpr auto kGoneGrace = std::chrono::milliseconds(1000);
-
 // How often a leader waiting for headers looks for failures, in polls.
 constexpr int kPollsPerFailureCheck = 8;
 
@@ -60,12 +57,12 @@ class CrossCollective::Watch {
     if (interruptible_) {
       if (std::optional<device::Failure> mismatch = elsewhere(heard, now)) return mismatch;
     }
-    if (peers.gone.any()) {
+    if (peers.status.any_gone()) {
       for (size_t p = 0; p < plan.processes.size(); ++p) {
         if (p == plan.me || heard[p]) continue;
         for (size_t rank : plan.ranks_of[p]) {
           const int device = plan.group[rank];
-          std::optional<std::string> reason = peers.gone.reason(device);
+          std::optional<std::string> reason = peers.status.gone_reason(device);
           if (!reason) continue;
           // What a peer sent before it went may still be on its way (a
           // socket, a shared-memory queue): looked for a little longer.
@@ -77,10 +74,10 @@ class CrossCollective::Watch {
       }
     }
     if (interruptible_) {
-      if (peers.interrupted.any()) {
+      if (peers.status.any_interrupted()) {
         for (size_t rank : plan.local_ranks) {
           const int device = plan.group[rank];
-          if (std::optional<std::string> reason = peers.interrupted.reason(device)) {
+          if (std::optional<std::string> reason = peers.status.interrupt_reason(device)) {
             return interrupted_failure(where(), device, reason, missing(heard));
           }
         }

@@ -36,8 +36,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/mpi/cross_data.h"
 #include "comm/mpi/posted_inbox.h"
 #include "comm/mpi/local_meeting.h"
@@ -53,8 +52,7 @@ struct Peers {
   const MpiWorld& world;
   MpiLink& link;
   HostRings* rings;  // this host's other processes, through shared memory (null: none)
-  const GoneDevices& gone;
-  const InterruptedDevices& interrupted;
+  const DeviceStatus& status;
   ProgressBoard& board;
 };
 

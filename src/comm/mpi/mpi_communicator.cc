@@ -39,11 +39,11 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
       comm_(duplicate(world.comm())),
       link_(comm_),
       rings_(HostRings::open(comm_, world.topology())),
-      local_groups_(world.topology().world_size(), gone_, interrupted_),
-      local_exchange_(world.topology().world_size(), gone_, interrupted_),
+      local_groups_(world.topology().world_size(), status_),
+      local_exchange_(world.topology().world_size(), status_),
       board_(world_, link_),
-      peers_{world_, link_, rings_.get(), gone_, interrupted_, board_},
-      exchange_(world_, link_, gone_, interrupted_, board_),
+      peers_{world_, link_, rings_.get(), status_, board_},
+      exchange_(world_, link_, status_, board_),
       mesh_(ProcessMesh::join(world)),
       routes_(static_cast<size_t>(world.topology().local_devices())) {
   Backoff::set_oversubscribed(world.topology().host_devices() > device::usable_cpu_count());
@@ -58,7 +58,7 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
                           case DeviceNews::Kind::kAbsent:
                             return hear(news.device, news.reason, false);
                           case DeviceNews::Kind::kPresent:
-                            return gone_.clear_absent(news.device);
+                            return status_.clear_absent(news.device);
                         }
                       }});
   answering_ = std::thread([this] {
@@ -90,9 +90,9 @@ void MpiCommunicator::flush_sends() {
 void MpiCommunicator::hear(int device, const std::string& reason, bool for_good) {
   if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
   if (for_good) {
-    gone_.mark(device, reason);
+    status_.mark_gone(device, Gone::kFailed, reason);
   } else {
-    gone_.mark_absent(device, reason, gone_.absence_epoch(device));
+    status_.mark_absent(device, reason, status_.absence_epoch(device));
   }
 }
 
@@ -167,16 +167,16 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
                              partition_mismatch_message(number_, device_, where, d, seen.describe(), partition_,
                                                         seen.partition)};
     }
-    if (comm_.gone_.any()) {
+    if (comm_.status_.any_gone()) {
       for (int d : missing) {
-        if (std::optional<std::string> reason = comm_.gone_.reason(d)) {
+        if (std::optional<std::string> reason = comm_.status_.gone_reason(d)) {
           return gone_failure(where, d, *reason, "before it arrived");
         }
       }
     }
     comm_.board_.pump();
-    if (comm_.interrupted_.any()) {
-      if (std::optional<std::string> reason = comm_.interrupted_.reason(device_)) {
+    if (comm_.status_.any_interrupted()) {
+      if (std::optional<std::string> reason = comm_.status_.interrupt_reason(device_)) {
         return interrupted_failure(where, device_, reason, absent);
       }
     }
@@ -264,7 +264,7 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
 }
 
 void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {
-  gone_.mark(device, reason);
+  status_.mark_gone(device, Gone::kFailed, reason);
   wake_local_waiters();
   if (world_.topology().is_local(device)) {
     flush_sends();
@@ -273,7 +273,7 @@ void MpiCommunicator::mark_device_failed(int device, const std::string& reason) 
 }
 
 void MpiCommunicator::mark_device_shut_down(int device, const std::string& reason) {
-  gone_.mark(device, reason);
+  status_.mark_gone(device, Gone::kFailed, reason);
   wake_local_waiters();
 }
 
@@ -283,8 +283,8 @@ void MpiCommunicator::wake_local_waiters() {
 }
 
 void MpiCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
-  const bool current = gone_.absence_epoch(device) == epoch;
-  gone_.mark_absent(device, reason, epoch);
+  const bool current = status_.absence_epoch(device) == epoch;
+  status_.mark_absent(device, reason, epoch);
   wake_local_waiters();
   if (current && world_.topology().is_local(device)) {
     flush_sends();
@@ -293,12 +293,12 @@ void MpiCommunicator::mark_device_absent(int device, const std::string& reason, 
 }
 
 void MpiCommunicator::clear_device_absent(int device) {
-  gone_.clear_absent(device);
+  status_.clear_absent(device);
   if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kPresent, device, ""});
 }
 
 uint64_t MpiCommunicator::interrupt(int device, const std::string& reason) {
-  const uint64_t id = interrupted_.interrupt(device, reason);
+  const uint64_t id = status_.interrupt(device, reason);
   local_groups_.wake();
   local_exchange_.interrupt(device, reason);
   return id;

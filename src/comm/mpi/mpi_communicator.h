@@ -27,8 +27,8 @@
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
 // Order: a meeting's lock, then the exchange's, then the link's (the MPI
-// lock), a leaf; GoneDevices and InterruptedDevices are leaves too (one
-// of each, shared with the local groups and the local exchange).
+// lock), a leaf; DeviceStatus is a leaf too (one, shared with the local
+// groups and the local exchange).
 #pragma once
 
 #include <map>
@@ -39,8 +39,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/mpi/cross_collective.h"
 #include "comm/mpi/host_rings.h"
 #include "comm/mpi/local_meeting.h"
@@ -65,11 +64,11 @@ class MpiCommunicator : public Communicator {
   void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device, const std::string& reason) override;
   void mark_device_failed(int device, const std::string& reason) override;
   void mark_device_shut_down(int device, const std::string& reason) override;
-  uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
+  uint64_t absence_epoch(int device) override { return status_.absence_epoch(device); }
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
   void clear_device_absent(int device) override;
   uint64_t interrupt(int device, const std::string& reason) override;
-  void end_interrupt(int device, uint64_t id) override { interrupted_.end(device, id); }
+  void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
   std::vector<std::string> exchange(const ExchangeCall& call) override;
 
  private:
@@ -119,8 +118,7 @@ class MpiCommunicator : public Communicator {
   // Headers to and from this host's other processes (null: by MPI);
   // outlives meetings_, whose inboxes read it.
   std::unique_ptr<HostRings> rings_;
-  GoneDevices gone_;
-  InterruptedDevices interrupted_;
+  DeviceStatus status_;
   LocalGroups local_groups_;      // groups within this process
   LocalExchange local_exchange_;  // exchanges within this process
   ProgressBoard board_;

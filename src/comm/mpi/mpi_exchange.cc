@@ -16,17 +16,13 @@ namespace {
 
 constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
 constexpr size_t kRoundsKept = 4096;
-// How long a participant of another process must stay gone to fail a round.
-constexpr auto kGoneGrace = std::chrono::milliseconds(1000);
 
 }  // namespace
 
-MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices& gone,
-                         const InterruptedDevices& interrupted, ProgressBoard& board)
+MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board)
     : world_(world),
       link_(link),
-      gone_(gone),
-      interrupted_(interrupted),
+      status_(status),
       board_(board),
       inboxes_(static_cast<size_t>(world.topology().local_devices())),
       waiting_in_(inboxes_.size()),
@@ -379,8 +375,8 @@ std::optional<device::Failure> MpiExchange::Round::interruption() const {
     const std::string& cause = interrupt_cause();
     return exchange_interrupted(call_.tag, me_, cause.empty() ? "" : str_cat(" by ", cause, " while it waited"));
   }
-  if (owner_.interrupted_.any()) {
-    if (std::optional<std::string> reason = owner_.interrupted_.reason(me_)) {
+  if (owner_.status_.any_interrupted()) {
+    if (std::optional<std::string> reason = owner_.status_.interrupt_reason(me_)) {
       return exchange_interrupted(call_.tag, me_, ": " + *reason);
     }
   }
@@ -391,10 +387,10 @@ std::optional<device::Failure> MpiExchange::Round::gone_participant() {
   // News of another process's devices comes beside MPI: a device that
   // was absent and is driven again may send before its return is heard
   // of, so a gone participant fails the round only if it stays gone.
-  if (!owner_.gone_.any()) return std::nullopt;
+  if (!owner_.status_.any_gone()) return std::nullopt;
   bool any_gone = false;
   for (int d : missing()) {
-    std::optional<std::string> reason = owner_.gone_.reason(d);
+    std::optional<std::string> reason = owner_.status_.gone_reason(d);
     if (!reason) continue;
     any_gone = true;
     const auto now = std::chrono::steady_clock::now();

@@ -12,10 +12,9 @@
 
 namespace ordo::comm {
 
-LocalExchange::LocalExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted)
+LocalExchange::LocalExchange(int world_size, const DeviceStatus& status)
     : world_size_(world_size),
-      gone_(gone),
-      interrupted_(interrupted),
+      status_(status),
       rounds_(static_cast<size_t>(world_size)),
       waiting_in_(static_cast<size_t>(world_size), nullptr) {}
 
@@ -140,14 +139,14 @@ std::optional<device::Failure> LocalExchange::failure_seen_locked(const Meeting&
     const std::string& cause = interrupt_cause();
     return exchange_interrupted(tag, me, cause.empty() ? "" : str_cat(" by ", cause, " while it waited"));
   }
-  if (interrupted_.any()) {
-    if (std::optional<std::string> reason = interrupted_.reason(me)) {
+  if (status_.any_interrupted()) {
+    if (std::optional<std::string> reason = status_.interrupt_reason(me)) {
       return exchange_interrupted(tag, me, ": " + *reason);
     }
   }
-  if (gone_.any()) {
+  if (status_.any_gone()) {
     for (int d : missing_of(meeting)) {
-      if (std::optional<std::string> reason = gone_.reason(d)) {
+      if (std::optional<std::string> reason = status_.gone_reason(d)) {
         return exchange_peer_gone(tag, d, *reason);
       }
     }

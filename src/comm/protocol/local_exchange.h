@@ -19,7 +19,7 @@
 //
 // Locking: mu_ guards meetings_, rounds_ and waiting_in_; cv_ is notified
 // on every change of them and whenever a device is declared gone, absent
-// or interrupted. GoneDevices and InterruptedDevices are taken after mu_,
+// or interrupted. DeviceStatus is taken after mu_,
 // never before; no other lock of the communicator is taken with it held,
 // nor is the caller's warning called with it held.
 #pragma once
@@ -34,21 +34,20 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "device/device_data.h"
 
 namespace ordo::comm {
 
 class LocalExchange {
  public:
-  LocalExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted);
+  LocalExchange(int world_size, const DeviceStatus& status);
 
   std::vector<std::string> exchange(const ExchangeCall& call);
   // A device was declared gone or absent: waiters look again.
   void wake();
   // The round device waits in, if any, fails now for every participant
-  // (its later rounds fail while InterruptedDevices holds the interrupt).
+  // (its later rounds fail while DeviceStatus holds the interrupt).
   void interrupt(int device, const std::string& reason);
   // How many (device, tag, participants) round counts are held: only those
   // of tags whose participants are not level (tests check that tags used
@@ -87,8 +86,7 @@ class LocalExchange {
   void forget_rounds_if_level_locked(const Round& done);
 
   const int world_size_;
-  const GoneDevices& gone_;
-  const InterruptedDevices& interrupted_;
+  const DeviceStatus& status_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<Round, Meeting> meetings_;

@@ -94,10 +94,9 @@ void record_timing(const Participant& p, int64_t arrived_ns) {
 
 }  // namespace
 
-LocalGroups::LocalGroups(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted)
+LocalGroups::LocalGroups(int world_size, const DeviceStatus& status)
     : world_size_(world_size),
-      gone_(gone),
-      interrupted_(interrupted),
+      status_(status),
       routes_(static_cast<size_t>(world_size)),
       progress_(static_cast<size_t>(world_size)) {}
 
@@ -149,8 +148,7 @@ void LocalGroups::run(const CollectiveCall& call) {
   const int64_t number = progress_[static_cast<size_t>(call.device)].start(
       {call.op, route.partition, &channel, sequence});
   Slot& slot = channel.slot_of(sequence);
-  const Participant me{channel, slot, sequence, route.rank, call, gone_, number, *route.partition, progress_,
-                       interrupted_};
+  const Participant me{channel, slot, sequence, route.rank, call, status_, number, *route.partition, progress_};
   DoneMark done(me);
   // The seat is free once every member is done with the slot's earlier
   // collective: known in the steady state, else waited for.
@@ -166,7 +164,7 @@ void LocalGroups::run(const CollectiveCall& call) {
     arrived = channel.arrive(slot);
   }
   const uint64_t state = *arrived;
-  if (gone_.any() && !SlotState::failed(state)) fail_if_member_gone_or_elsewhere(me);
+  if (status_.any_gone() && !SlotState::failed(state)) fail_if_member_gone_or_elsewhere(me);
   if (SlotState::failed(state) || !wait_for_arrivals(me)) channel.failure_of(slot).raise();
   // Everyone arrived here, so everyone is done with every earlier collective.
   member.done_through = sequence - 1;

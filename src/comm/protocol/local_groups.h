@@ -8,11 +8,10 @@
 // small all_reduce copies its inputs into the channel instead and needs no
 // second wait (data_movement.h).
 //
-//   GoneDevices gone;
-//   InterruptedDevices interrupted;
-//   LocalGroups groups(2, gone, interrupted);
+//   DeviceStatus status;
+//   LocalGroups groups(2, status);
 //   groups.run(call);  // on each device's worker, with that device's call
-//   gone.mark(1, "its thread died"); groups.wake();  // waiters look again
+//   status.mark_gone(1, Gone::kFailed, "its thread died"); groups.wake();  // waiters look again
 //
 // Locking: channels_mu_ guards channels_ and partitions_ (a channel or a
 // partition, once made, lives as long as this; a partition never
@@ -20,8 +19,8 @@
 // only caller of run and abandon for d: its worker thread or a thread
 // waiting for d, one at a time, ordered by the worker's mutex (worker.h).
 // It alone writes progress_[d], which waiters read (progress.h). Order:
-// channels_mu_ before Channel::mu (channel.h), before GoneDevices and
-// InterruptedDevices (comm/gone_devices.h, comm/interrupted_devices.h).
+// channels_mu_ before Channel::mu (channel.h), before DeviceStatus
+// (comm/device_status.h).
 #pragma once
 
 #include <map>
@@ -31,8 +30,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/protocol/channel.h"
 #include "comm/protocol/progress.h"
 
@@ -40,9 +38,9 @@ namespace ordo::comm {
 
 class LocalGroups {
  public:
-  // world_size: global ordinals run 0 .. world_size - 1; the registries
-  // outlive this and are marked by its owner, which then calls wake().
-  LocalGroups(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted);
+  // world_size: global ordinals run 0 .. world_size - 1; status outlives
+  // this and is marked by its owner, which then calls wake().
+  LocalGroups(int world_size, const DeviceStatus& status);
 
   // As Communicator::run and abandon, for a group of local devices only.
   void run(const CollectiveCall& call);
@@ -73,8 +71,7 @@ class LocalGroups {
   const Partition* partition_locked(const ReplicaGroups& groups);
 
   const int world_size_;
-  const GoneDevices& gone_;
-  const InterruptedDevices& interrupted_;
+  const DeviceStatus& status_;
   std::mutex channels_mu_;
   std::map<std::vector<int>, std::unique_ptr<Channel>> channels_;
   std::map<ReplicaGroups, std::unique_ptr<Partition>> partitions_;  // by canonical groups

@@ -81,7 +81,7 @@ std::string where(const Participant& p) { return describe_at(p.call, p.sequence,
 // (Communicator::interrupt), or the waiting thread's (core/interrupt.h).
 std::optional<device::Failure> interruption(const Participant& p) {
   std::optional<std::string> reason;
-  if (p.interrupted.any()) reason = p.interrupted.reason(p.call.device);
+  if (p.status.any_interrupted()) reason = p.status.interrupt_reason(p.call.device);
   if (!reason && !interrupted()) return std::nullopt;
   return interrupted_failure(where(p), p.call.device, reason, missing_members(p));
 }
