@@ -66,8 +66,7 @@ class CrossCollective::Watch {
           if (!reason) continue;
           // What a peer sent before it went may still be on its way (a
           // socket, a shared-memory queue): looked for a little longer.
-          if (!gone_seen_) gone_seen_ = now;
-          if (now - *gone_seen_ < kGoneGrace) continue;
+          if (!gone_grace_.over(now)) continue;
           return gone_failure(where(), device, *reason,
                               str_cat("on ", peers.world.describe_process(plan.processes[p])));
         }
@@ -158,7 +157,7 @@ class CrossCollective::Watch {
   const bool interruptible_;
   const char* const waiting_for_;
   std::optional<Deadlines> deadlines_;           // from the first check on, as the clocks below
-  std::optional<Clock::time_point> gone_seen_;  // when an awaited member was first seen gone
+  GoneGrace gone_grace_;  // from when an awaited member was first seen gone
   Clock::time_point started_;
   Clock::time_point next_question_;
   std::vector<std::pair<int, uint64_t>> questions_;  // (device, question) asked of its process

@@ -6,17 +6,20 @@
 //   (protocol/local_groups.h, as in the in-process backend), and so does
 //   an exchange whose participants all are (protocol/local_exchange.h).
 // - A group that spans processes: this process's members meet locally
-//   (local_meeting.h), and the last to arrive runs the collective with
-//   the other processes for all of them (cross_collective.h), moving
-//   bytes with MPI point to point and reducing with the in-process
-//   kernels in the group's rank order, so that a result is bitwise the
-//   same whatever the layout of processes and devices.
+//   (local_meeting.h), and once all have come one of them, the leader (a
+//   fixed member, a different one in neighbouring processes), runs the
+//   collective with the other processes for all of them
+//   (cross_collective.h), moving bytes with MPI point to point and
+//   computing with the protocol's data movement and reduction in the
+//   group's rank order (protocol/data_movement.h, comm/reduction.h), so
+//   that a result is bitwise the same whatever the layout of processes
+//   and devices.
 // - The exchange (rendezvous) goes to every participant (mpi_exchange.h).
 // - News of devices (failed, absent, present again) and of processes
 //   that die travel on the process mesh (process_mesh.h), beside MPI,
 //   which reports neither.
 //
-//   const MpiWorld& world = MpiWorld::join(2);
+//   const MpiWorld& world = MpiWorld::join(/*local_devices=*/2);
 //   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);
 //
 // Each device's progress (progress_board.h) is recorded at every

@@ -197,8 +197,7 @@ class MpiExchange::Round {
   bool cycle_seen_ = false;
   std::chrono::steady_clock::time_point cycle_since_;
   bool first_look_ = true;  // what came before this device did
-  bool gone_seen_ = false;  // since gone_since_, a participant waited for is gone
-  std::chrono::steady_clock::time_point gone_since_;
+  GoneGrace gone_grace_;    // from when a participant waited for was seen gone
 };
 
 MpiExchange::Round::Round(MpiExchange& owner, const ExchangeCall& call, std::vector<int> participants)
@@ -394,12 +393,11 @@ std::optional<device::Failure> MpiExchange::Round::gone_participant() {
     if (!reason) continue;
     any_gone = true;
     const auto now = std::chrono::steady_clock::now();
-    if (owner_.world_.topology().is_local(d) || (gone_seen_ && now - gone_since_ >= kGoneGrace)) {
+    if (owner_.world_.topology().is_local(d) || gone_grace_.over(now)) {
       return exchange_peer_gone(call_.tag, d, *reason);
     }
-    if (!gone_seen_) gone_seen_ = true, gone_since_ = now;
   }
-  if (!any_gone) gone_seen_ = false;
+  if (!any_gone) gone_grace_.reset();
   return std::nullopt;
 }
 

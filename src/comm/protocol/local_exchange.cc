@@ -8,6 +8,7 @@
 
 #include "comm/deadlines.h"
 #include "comm/exchange_rules.h"
+#include "comm/protocol/pacing.h"
 #include "core/interrupt.h"
 
 namespace ordo::comm {
@@ -121,15 +122,7 @@ std::optional<device::Failure> LocalExchange::wait_locked(std::unique_lock<std::
       drop_payloads(meeting);
       return timeout;
     }
-    if (!has_interrupt_check()) {
-      cv_.wait_until(lock, deadlines.next());
-      continue;
-    }
-    // The thread's check runs with no lock held: it may take other locks.
-    cv_.wait_until(lock, interrupt_poll_deadline(deadlines.next()));
-    lock.unlock();
-    poll_interrupt();
-    lock.lock();
+    block_until(cv_, lock, deadlines.next());
   }
 }
 
