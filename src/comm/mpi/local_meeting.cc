@@ -98,8 +98,9 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
            Backoff::oversubscribed());
   lock.lock();
   // Look at the missing members again now and then (LookAgain); the last
-  // arrival wakes the leader, and the leader's finish the others. A finished collective is no
-  // longer the meeting's once the leader's finish opened the next.
+  // arrival wakes the leader, and the leader's finish the others. A
+  // finished collective is no longer the meeting's once the leader's
+  // finish opened the next.
   const auto finished = [&] { return sequence_ != sequence || phase_ == Phase::kFinished; };
   LookAgain look_again;
   while (!finished()) {
