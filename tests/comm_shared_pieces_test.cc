@@ -19,8 +19,7 @@
 #include "comm/deadlines.h"
 #include "comm/describe.h"
 #include "comm/fingerprint.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/reduction.h"
 #include "core/arithmetic.h"
 #include "device/buffer.h"
@@ -256,31 +255,31 @@ TEST(CommDeadlinesTest, TheWarningIsPrintedInOnePlaceAndTheTimeoutIsAnError) {
 }
 
 TEST(CommFailureNewsTest, AbsenceCountsOnlyIfNoClearCameSinceItWasAsked) {
-  GoneDevices gone;
-  EXPECT_FALSE(gone.any());
-  const uint64_t epoch = gone.absence_epoch(1);
-  gone.clear_absent(1);  // a clear between asking and marking
-  gone.mark_absent(1, "its spawn function returned", epoch);
-  EXPECT_FALSE(gone.any());
-  gone.mark_absent(1, "its spawn function returned", gone.absence_epoch(1));
-  EXPECT_EQ(gone.reason(1), "its spawn function returned");
-  gone.mark(1, "its thread died");
-  EXPECT_EQ(gone.reason(1), "its thread died");  // gone for good first
-  gone.clear_absent(1);
-  EXPECT_EQ(gone.reason(1), "its thread died");
-  EXPECT_TRUE(gone.any());
-  EXPECT_EQ(gone.reason(0), std::nullopt);
+  DeviceStatus status;
+  EXPECT_FALSE(status.any_gone());
+  const uint64_t epoch = status.absence_epoch(1);
+  status.clear_absent(1);  // a clear between asking and marking
+  status.mark_absent(1, "its spawn function returned", epoch);
+  EXPECT_FALSE(status.any_gone());
+  status.mark_absent(1, "its spawn function returned", status.absence_epoch(1));
+  EXPECT_EQ(status.gone_reason(1), "its spawn function returned");
+  status.mark_gone(1, Gone::kFailed, "its thread died");
+  EXPECT_EQ(status.gone_reason(1), "its thread died");  // gone for good first
+  status.clear_absent(1);
+  EXPECT_EQ(status.gone_reason(1), "its thread died");
+  EXPECT_TRUE(status.any_gone());
+  EXPECT_EQ(status.gone_reason(0), std::nullopt);
 }
 
 TEST(CommFailureNewsTest, AnInterruptEndsOnlyWithItsOwnId) {
-  InterruptedDevices interrupted;
-  const uint64_t first = interrupted.interrupt(2, "Ctrl-C");
-  const uint64_t second = interrupted.interrupt(2, "Ctrl-C again");
-  interrupted.end(2, first);
-  EXPECT_EQ(interrupted.reason(2), "Ctrl-C again");
-  interrupted.end(2, second);
-  EXPECT_FALSE(interrupted.any());
-  EXPECT_EQ(interrupted.reason(2), std::nullopt);
+  DeviceStatus status;
+  const uint64_t first = status.interrupt(2, "Ctrl-C");
+  const uint64_t second = status.interrupt(2, "Ctrl-C again");
+  status.end_interrupt(2, first);
+  EXPECT_EQ(status.interrupt_reason(2), "Ctrl-C again");
+  status.end_interrupt(2, second);
+  EXPECT_FALSE(status.any_interrupted());
+  EXPECT_EQ(status.interrupt_reason(2), std::nullopt);
 }
 
 TEST(CommFailureNewsTest, MessagesSayWhoAndWhy) {

@@ -6,9 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/gone_devices.h"
-#include "comm/in_process/exchange.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
+#include "comm/protocol/local_exchange.h"
 
 namespace ordo::comm {
 namespace {
@@ -18,7 +17,7 @@ constexpr int kWorld = 3;
 // Each device calls exchange(tag_of(round)) for every round, in a thread
 // of its own; returns what device 0 received in the last round.
 template <typename TagOf>
-std::vector<std::string> run_rounds(InProcessExchange& exchange, int rounds, const TagOf& tag_of) {
+std::vector<std::string> run_rounds(LocalExchange& exchange, int rounds, const TagOf& tag_of) {
   std::vector<std::string> last;
   std::vector<std::thread> threads;
   for (int d = 0; d < kWorld; ++d) {
@@ -36,9 +35,8 @@ std::vector<std::string> run_rounds(InProcessExchange& exchange, int rounds, con
 }
 
 TEST(ExchangeRoundsTest, TagsUsedOnceLeaveNoRoundCountsBehind) {
-  GoneDevices gone;
-  InterruptedDevices interrupted;
-  InProcessExchange exchange(kWorld, gone, interrupted);
+  DeviceStatus status;
+  LocalExchange exchange(kWorld, status);
   const std::vector<std::string> last =
       run_rounds(exchange, 500, [](int r) { return "epoch_" + std::to_string(r); });
   EXPECT_EQ(last, (std::vector<std::string>{"0:499", "1:499", "2:499"}));
@@ -46,9 +44,8 @@ TEST(ExchangeRoundsTest, TagsUsedOnceLeaveNoRoundCountsBehind) {
 }
 
 TEST(ExchangeRoundsTest, ARepeatedTagMeetsRoundByRoundAndEndsLevel) {
-  GoneDevices gone;
-  InterruptedDevices interrupted;
-  InProcessExchange exchange(kWorld, gone, interrupted);
+  DeviceStatus status;
+  LocalExchange exchange(kWorld, status);
   // Devices race ahead into the next round of the same tag: the counts of
   // a round taken while another started stay, and the rounds still pair.
   const std::vector<std::string> last = run_rounds(exchange, 300, [](int) { return std::string("step"); });

@@ -1,6 +1,8 @@
 // The communication interface: what a collective kernel calls. Every backend
-// (in-process threads now; MPI later) implements it and passes the same
-// conformance tests; the in-process backend is the reference.
+// (in-process threads; MPI processes, comm/mpi/) implements it over the
+// protocol of comm/protocol/ and passes the same conformance tests
+// (tests/comm_conformance_test.cc, tests/comm_exchange_conformance_test.cc);
+// the in-process backend is the reference.
 #pragma once
 
 #include <cstdint>

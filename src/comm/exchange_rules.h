@@ -1,6 +1,6 @@
 // What every backend's exchange (Communicator::exchange, a rendezvous)
 // shares: which participants a call names, and the words of its failures.
-// How participants meet is the backend's (in_process/exchange.h: in memory).
+// How participants meet is the backend's (protocol/local_exchange.h: in memory).
 //
 //   const std::vector<int> participants = exchange_participants(call, world_size);
 //   if (timed_out) return exchange_timeout(call.device, seconds, call.tag, missing);

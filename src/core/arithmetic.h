@@ -8,7 +8,7 @@
 //   Extreme<std::greater<>>{}(1.0, nan);          // nan
 //
 // Everything here is always inlined, so that a loop compiled for AVX2
-// (comm/in_process/data_movement.cc) gets AVX2 code for it.
+// (comm/protocol/data_movement.cc) gets AVX2 code for it.
 #pragma once
 
 #include <cmath>

@@ -33,3 +33,22 @@ def test_each_layer_includes_only_layers_below_it():
             if folder not in LAYERS or LAYERS.index(folder) > rank:
                 upward.append(f"{layer} includes {folder}: {', '.join(files)}")
     assert upward == []
+
+
+# comm/'s sub-folders: the protocol every backend shares, and one folder per
+# backend (a transport), which may use the protocol but no other backend.
+COMM_PROTOCOL = "protocol"
+COMM_SUBFOLDER_INCLUDE = re.compile(r'^\s*#\s*include\s+"comm/([a-z_]+)/', re.MULTILINE)
+
+
+def test_no_backend_includes_another_and_the_protocol_no_backend():
+    comm = SRC / "comm"
+    crossing = []
+    for folder in sorted(p for p in comm.iterdir() if p.is_dir()):
+        for path in sorted(folder.rglob("*")):
+            if path.suffix not in (".h", ".cc", ".def"):
+                continue
+            for target in COMM_SUBFOLDER_INCLUDE.findall(path.read_text()):
+                if target not in (folder.name, COMM_PROTOCOL) or (folder.name == COMM_PROTOCOL and target != COMM_PROTOCOL):
+                    crossing.append(f"{path.relative_to(SRC)} includes comm/{target}/")
+    assert crossing == []

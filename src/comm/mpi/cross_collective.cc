@@ -5,7 +5,7 @@
 
 #include "comm/deadlines.h"
 #include "comm/describe.h"
-#include "comm/in_process/data_movement.h"
+#include "comm/protocol/data_movement.h"
 #include "core/check.h"
 #include "core/interrupt.h"
 
@@ -18,9 +18,6 @@ using Clock = std::chrono::steady_clock;
 // travels in the headers: one message each way instead of a header round
 // before the data.
 constexpr size_t kEagerBytes = 64 * 1024;
-
-// How long a leader still looks for a gone peer's messages.
-constexpr auto kGoneGrace = std::chrono::milliseconds(1000);
 
 // How often a leader waiting for headers looks for failures, in polls.
 constexpr int kPollsPerFailureCheck = 8;
@@ -60,27 +57,26 @@ class CrossCollective::Watch {
     if (interruptible_) {
       if (std::optional<device::Failure> mismatch = elsewhere(heard, now)) return mismatch;
     }
-    if (peers.gone.any()) {
+    if (peers.status.any_gone()) {
       for (size_t p = 0; p < plan.processes.size(); ++p) {
         if (p == plan.me || heard[p]) continue;
         for (size_t rank : plan.ranks_of[p]) {
           const int device = plan.group[rank];
-          std::optional<std::string> reason = peers.gone.reason(device);
+          std::optional<std::string> reason = peers.status.gone_reason(device);
           if (!reason) continue;
           // What a peer sent before it went may still be on its way (a
           // socket, a shared-memory queue): looked for a little longer.
-          if (!gone_seen_) gone_seen_ = now;
-          if (now - *gone_seen_ < kGoneGrace) continue;
+          if (!gone_grace_.over(now)) continue;
           return gone_failure(where(), device, *reason,
                               str_cat("on ", peers.world.describe_process(plan.processes[p])));
         }
       }
     }
     if (interruptible_) {
-      if (peers.interrupted.any()) {
+      if (peers.status.any_interrupted()) {
         for (size_t rank : plan.local_ranks) {
           const int device = plan.group[rank];
-          if (std::optional<std::string> reason = peers.interrupted.reason(device)) {
+          if (std::optional<std::string> reason = peers.status.interrupt_reason(device)) {
             return interrupted_failure(where(), device, reason, missing(heard));
           }
         }
@@ -161,7 +157,7 @@ class CrossCollective::Watch {
   const bool interruptible_;
   const char* const waiting_for_;
   std::optional<Deadlines> deadlines_;           // from the first check on, as the clocks below
-  std::optional<Clock::time_point> gone_seen_;  // when an awaited member was first seen gone
+  GoneGrace gone_grace_;  // from when an awaited member was first seen gone
   Clock::time_point started_;
   Clock::time_point next_question_;
   std::vector<std::pair<int, uint64_t>> questions_;  // (device, question) asked of its process
@@ -340,104 +336,124 @@ device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, c
                            str_cat("device ", plan_.group[rank]), texts[rank] + on(plan_.group[rank]))};
 }
 
+CrossCollective::HeaderLayout CrossCollective::send_header(const CollectiveAt& at, const CollectiveCall& like) {
+  const auto& calls = meeting_.calls();
+  entries_.clear();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    fingerprints_[i].assign(*calls[i]);
+    entries_.push_back({plan_.group[plan_.local_ranks[i]], fingerprints_[i].words(), {}});
+  }
+  HeaderLayout layout;
+  layout.eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
+  layout.slot = layout.eager ? aligned_to_line(staged_bytes(like)) : 0;
+  encode_message({MessageKind::kHeader, at.sequence, peers_.world.rank(), entries_, ErrorCode::kExecution, {},
+                  at.arrived.device, at.arrived.wall_ns},
+                 layout.slot * calls.size(), mine_);
+  layout.payload = mine_.size() - layout.slot * calls.size();
+  if (layout.eager) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine_.data() + layout.payload + i * layout.slot));
+    }
+  }
+  send_to_others(mine_, plan_.headers);
+  return layout;
+}
+
+std::optional<device::Failure> CrossCollective::read_headers(const HeaderLayout& layout) {
+  const auto& calls = meeting_.calls();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    words_[plan_.local_ranks[i]] = fingerprints_[i].words();
+    staged_[plan_.local_ranks[i]] = reinterpret_cast<const std::byte*>(mine_.data() + layout.payload + i * layout.slot);
+  }
+  for (size_t p = 0; p < plan_.processes.size(); ++p) {
+    if (p == plan_.me) continue;
+    const DecodedMessage& h = their_headers_[p];
+    if (!h.failure.empty()) return device::Failure{h.failure_code, h.failure};
+    const std::string& from = peers_.world.describe_process(plan_.processes[p]);
+    const std::vector<size_t>& ranks = plan_.ranks_of[p];
+    if (h.members.size() != ranks.size()) {
+      throw_error<CollectiveError>("a header from ", from, " names ", h.members.size(), " members of group ",
+                                   plan_.text, " where that process has ", ranks.size());
+    }
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      ORDO_CHECK_EQ(h.members[j].device, plan_.group[ranks[j]]);
+      words_[ranks[j]] = h.members[j].fingerprint;
+      staged_[ranks[j]] = reinterpret_cast<const std::byte*>(raw_[p].data() + h.payload_offset + j * layout.slot);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> CrossCollective::first_mismatch() const {
+  for (size_t rank = 1; rank < words_.size(); ++rank) {
+    if (!std::equal(words_[rank].begin(), words_[rank].end(), words_[0].begin(), words_[0].end())) return rank;
+  }
+  return std::nullopt;
+}
+
+void CrossCollective::reduce_eager(const HeaderLayout& layout) {
+  for (size_t p = 0; p < plan_.processes.size(); ++p) {
+    if (p != plan_.me && raw_[p].size() < their_headers_[p].payload_offset + layout.slot * plan_.ranks_of[p].size()) {
+      throw_error<CollectiveError>("the header from ", peers_.world.describe_process(plan_.processes[p]),
+                                   " is shorter than the inputs it carries");
+    }
+  }
+  for (const CollectiveCall* call : meeting_.calls()) all_reduce_staged(*call, staged_);
+}
+
+std::optional<device::Failure> CrossCollective::move_data(const CollectiveAt& at, const CollectiveCall& like) {
+  Watch watch(*this, like, at, /*interruptible=*/false, "its data has not come");
+  std::vector<bool> none(plan_.processes.size(), false);
+  Transfers transfers(peers_.link, plan_, [&](Requests& requests) -> std::optional<device::Failure> {
+    Backoff backoff;
+    while (!peers_.link.test(requests)) {
+      if (std::optional<device::Failure> failure = retraction(at.sequence)) return failure;
+      if (std::optional<device::Failure> failure = watch.check(none)) return failure;
+      backoff.pause();
+    }
+    return std::nullopt;
+  });
+  std::optional<device::Failure> failure;
+  try {
+    failure = move_data_across(plan_, meeting_.calls(), transfers, scratch_);
+  } catch (const Error& error) {
+    failure = failure_of(error);
+  }
+  if (failure) {
+    // MPI may still read the inputs or write the outputs: keep them.
+    transfers.abandon();
+    break_group(at.sequence, *failure);
+  }
+  return failure;
+}
+
+void CrossCollective::break_group(int64_t sequence, const device::Failure& failure) {
+  scratch_.abandon();
+  auto* kept = new std::vector<std::shared_ptr<std::byte>>();  // until exit, on purpose
+  for (const CollectiveCall* call : meeting_.calls()) {
+    for (const device::Buffer* b : call->inputs) kept->push_back(b->storage);
+    for (const device::Buffer* b : call->outputs) kept->push_back(b->storage);
+  }
+  broken_ = str_cat("group ", plan_.text, " cannot run collectives any more: its collective #", sequence,
+                    " failed while its data moved (", failure.message, ")");
+  retract(sequence, failure);
+}
+
 std::optional<device::Failure> CrossCollective::lead(const CollectiveAt& at) {
-  const int64_t sequence = at.sequence;
   try {
     if (broken_) return device::Failure{ErrorCode::kCollective, *broken_};
-    const auto& calls = meeting_.calls();
-    const CollectiveCall& like = *calls[0];
-    entries_.clear();
-    for (size_t i = 0; i < calls.size(); ++i) {
-      fingerprints_[i].assign(*calls[i]);
-      entries_.push_back({plan_.group[plan_.local_ranks[i]], fingerprints_[i].words(), {}});
-    }
-    const bool eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
-    const size_t slot = eager ? aligned_to_line(staged_bytes(like)) : 0;
-    encode_message({MessageKind::kHeader, sequence, peers_.world.rank(), entries_, ErrorCode::kExecution, {},
-                    at.arrived.device, at.arrived.wall_ns},
-                   slot * calls.size(), mine_);
-    const size_t payload = mine_.size() - slot * calls.size();
-    if (eager) {
-      for (size_t i = 0; i < calls.size(); ++i) {
-        stage_inputs(*calls[i], reinterpret_cast<std::byte*>(mine_.data() + payload + i * slot));
-      }
-    }
-    send_to_others(mine_, plan_.headers);
-
+    const CollectiveCall& like = *meeting_.calls()[0];
+    const HeaderLayout layout = send_header(at, like);
     if (std::optional<device::Failure> failure = receive_headers(at, like)) {
-      retract(sequence, *failure);
+      retract(at.sequence, *failure);
       return failure;
     }
-    // Every member's fingerprint and staged inputs, by rank.
-    std::vector<std::span<const int64_t>>& words = words_;
-    std::vector<const std::byte*>& staged = staged_;
-    for (size_t i = 0; i < calls.size(); ++i) {
-      words[plan_.local_ranks[i]] = fingerprints_[i].words();
-      staged[plan_.local_ranks[i]] = reinterpret_cast<const std::byte*>(mine_.data() + payload + i * slot);
-    }
-    for (size_t p = 0; p < plan_.processes.size(); ++p) {
-      if (p == plan_.me) continue;
-      const DecodedMessage& h = their_headers_[p];
-      if (!h.failure.empty()) return device::Failure{h.failure_code, h.failure};
-      const std::string& from = peers_.world.describe_process(plan_.processes[p]);
-      const std::vector<size_t>& ranks = plan_.ranks_of[p];
-      if (h.members.size() != ranks.size()) {
-        throw_error<CollectiveError>("a header from ", from, " names ", h.members.size(), " members of group ",
-                                     plan_.text, " where that process has ", ranks.size());
-      }
-      for (size_t j = 0; j < ranks.size(); ++j) {
-        ORDO_CHECK_EQ(h.members[j].device, plan_.group[ranks[j]]);
-        words[ranks[j]] = h.members[j].fingerprint;
-        staged[ranks[j]] = reinterpret_cast<const std::byte*>(raw_[p].data() + h.payload_offset + j * slot);
-      }
-    }
+    if (std::optional<device::Failure> failure = read_headers(layout)) return failure;
     record_timing(at);
-    for (size_t rank = 1; rank < words.size(); ++rank) {
-      if (!std::equal(words[rank].begin(), words[rank].end(), words[0].begin(), words[0].end())) {
-        return mismatch(at, rank, like);
-      }
-    }
-    if (eager) {
-      for (size_t p = 0; p < plan_.processes.size(); ++p) {
-        if (p != plan_.me && raw_[p].size() < their_headers_[p].payload_offset + slot * plan_.ranks_of[p].size()) {
-          throw_error<CollectiveError>("the header from ", peers_.world.describe_process(plan_.processes[p]),
-                                       " is shorter than the inputs it carries");
-        }
-      }
-      for (const CollectiveCall* call : calls) all_reduce_staged(*call, staged);
-      return std::nullopt;
-    }
-    Watch watch(*this, like, at, /*interruptible=*/false, "its data has not come");
-    std::vector<bool> none(plan_.processes.size(), false);
-    Transfers transfers(peers_.link, plan_, [&](Requests& requests) -> std::optional<device::Failure> {
-      Backoff backoff;
-      while (!peers_.link.test(requests)) {
-        if (std::optional<device::Failure> failure = retraction(sequence)) return failure;
-        if (std::optional<device::Failure> failure = watch.check(none)) return failure;
-        backoff.pause();
-      }
-      return std::nullopt;
-    });
-    std::optional<device::Failure> failure;
-    try {
-      failure = move_data_across(plan_, calls, transfers, scratch_);
-    } catch (const Error& error) {
-      failure = failure_of(error);
-    }
-    if (failure) {
-      // MPI may still read the inputs or write the outputs: keep them.
-      transfers.abandon();
-      scratch_.abandon();
-      auto* kept = new std::vector<std::shared_ptr<std::byte>>();  // until exit, on purpose
-      for (const CollectiveCall* call : calls) {
-        for (const device::Buffer* b : call->inputs) kept->push_back(b->storage);
-        for (const device::Buffer* b : call->outputs) kept->push_back(b->storage);
-      }
-      broken_ = str_cat("group ", plan_.text, " cannot run collectives any more: its collective #", sequence,
-                        " failed while its data moved (", failure->message, ")");
-      retract(sequence, *failure);
-    }
-    return failure;
+    if (const std::optional<size_t> rank = first_mismatch()) return mismatch(at, *rank, like);
+    if (!layout.eager) return move_data(at, like);
+    reduce_eager(layout);
+    return std::nullopt;
   } catch (const Error& error) {
     return failure_of(error);
   }

@@ -36,8 +36,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/mpi/cross_data.h"
 #include "comm/mpi/posted_inbox.h"
 #include "comm/mpi/local_meeting.h"
@@ -53,8 +52,7 @@ struct Peers {
   const MpiWorld& world;
   MpiLink& link;
   HostRings* rings;  // this host's other processes, through shared memory (null: none)
-  const GoneDevices& gone;
-  const InterruptedDevices& interrupted;
+  const DeviceStatus& status;
   ProgressBoard& board;
 };
 
@@ -85,6 +83,29 @@ class CrossCollective {
   std::string on(int device) const;
 
  private:
+  // Where a small all_reduce's inputs sit in a header: `slot` bytes a
+  // member from `payload` on (eager: they travel there at all).
+  struct HeaderLayout {
+    bool eager = false;
+    size_t slot = 0;
+    size_t payload = 0;
+  };
+  // Fingerprints every local member and sends this process's header (with
+  // a small all_reduce's inputs) to every other process of the group.
+  HeaderLayout send_header(const CollectiveAt& at, const CollectiveCall& like);
+  // Every member's fingerprint and staged inputs into words_ and staged_,
+  // by rank, from this process's header and the others'; a failure one
+  // of them carries.
+  std::optional<device::Failure> read_headers(const HeaderLayout& layout);
+  // The first rank whose fingerprint differs from rank 0's.
+  std::optional<size_t> first_mismatch() const;
+  // A small all_reduce, from the inputs in the headers.
+  void reduce_eager(const HeaderLayout& layout);
+  // The data movement (cross_data.h), waiting as long as data is on its way.
+  std::optional<device::Failure> move_data(const CollectiveAt& at, const CollectiveCall& like);
+  // The data of #sequence failed to move: MPI may still use every buffer,
+  // so they are kept until exit, and the group runs no collective any more.
+  void break_group(int64_t sequence, const device::Failure& failure);
   // The headers of every other process, into their_headers_ and raw_, or
   // a failure.
   std::optional<device::Failure> receive_headers(const CollectiveAt& at, const CollectiveCall& like);

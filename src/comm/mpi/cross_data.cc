@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-#include "comm/in_process/data_movement.h"
+#include "comm/protocol/data_movement.h"
 #include "core/check.h"
 
 namespace ordo::comm {
@@ -74,68 +74,110 @@ class CallsByRank {
   std::vector<const CollectiveCall*> by_rank_;
 };
 
+// One tensor of an all_reduce across processes: each process owns a part
+// of its elements, [lo, hi) for this one, which moves in chunks.
+struct TensorPart {
+  TensorPart(const GroupPlan& plan, Calls calls, size_t tensor)
+      : plan(plan),
+        calls(calls),
+        tensor(tensor),
+        input(calls[0]->inputs[tensor]),
+        element(dtype_size(input->dtype)),
+        lo(boundary(plan.me)),
+        hi(boundary(plan.me + 1)),
+        chunks(chunks_of(lo, hi, element)),
+        out(bytes_of(calls[0]->outputs[tensor])) {}
+
+  // Where the part of the process at `position` starts.
+  int64_t boundary(size_t position) const {
+    return part_boundary(input->numel, position, plan.processes.size(), element);
+  }
+  size_t bytes(int64_t from, int64_t to) const { return static_cast<size_t>(to - from) * element; }
+
+  const GroupPlan& plan;
+  const Calls calls;
+  const size_t tensor;
+  const device::Buffer* const input;  // the first local member's
+  const size_t element;
+  const int64_t lo, hi;
+  const std::vector<std::pair<int64_t, int64_t>> chunks;  // of [lo, hi)
+  std::byte* const out;  // the first local member's output
+  // By rank: another process's member's inputs for this part (null for
+  // the local members).
+  std::vector<std::byte*> theirs;
+};
+
+// Every other member's inputs for this process's part, chunk by chunk
+// (batch 1 + chunk).
+void receive_their_inputs(TensorPart& part, Transfers& transfers, Scratch& scratch) {
+  const GroupPlan& plan = part.plan;
+  part.theirs.assign(plan.group.size(), nullptr);
+  size_t slot = 0;
+  for (size_t rank = 0; rank < plan.group.size(); ++rank) {
+    if (plan.position_of_rank(rank) != plan.me) part.theirs[rank] = scratch.get(slot++, part.bytes(part.lo, part.hi));
+  }
+  for (size_t c = 0; c < part.chunks.size(); ++c) {
+    const auto [c_lo, c_hi] = part.chunks[c];
+    for (size_t p = 0; p < plan.processes.size(); ++p) {
+      if (p == plan.me) continue;
+      for (size_t rank : plan.ranks_of[p]) {
+        transfers.receive(part.theirs[rank] + part.bytes(part.lo, c_lo), part.bytes(c_lo, c_hi), p, 1 + c);
+      }
+    }
+  }
+}
+
+// This process's members' inputs for every other process's part, and
+// that owner's results after them.
+void send_mine_for_their_parts(const TensorPart& part, Transfers& transfers) {
+  const GroupPlan& plan = part.plan;
+  for (size_t p = 0; p < plan.processes.size(); ++p) {
+    if (p == plan.me) continue;
+    const auto chunks = chunks_of(part.boundary(p), part.boundary(p + 1), part.element);
+    for (const auto& [c_lo, c_hi] : chunks) {
+      for (const CollectiveCall* call : part.calls) {
+        transfers.send(bytes_of(call->inputs[part.tensor]) + c_lo * part.element, part.bytes(c_lo, c_hi), p);
+      }
+    }
+    for (const auto& [c_lo, c_hi] : chunks) transfers.receive(part.out + c_lo * part.element, part.bytes(c_lo, c_hi), p);
+  }
+}
+
+// Folds every member of this process's part in group order, chunk by
+// chunk as the inputs come, and sends each chunk's result to the others.
+std::optional<device::Failure> reduce_my_part(const TensorPart& part, Transfers& transfers) {
+  const GroupPlan& plan = part.plan;
+  const CollectiveCall& like = *part.calls[0];
+  std::vector<const std::byte*> sources(plan.group.size());
+  for (size_t c = 0; c < part.chunks.size(); ++c) {
+    if (std::optional<device::Failure> failure = transfers.wait(1 + c)) return failure;
+    const auto [c_lo, c_hi] = part.chunks[c];
+    for (size_t rank = 0; rank < plan.group.size(); ++rank) {
+      sources[rank] = part.theirs[rank] != nullptr ? part.theirs[rank] + part.bytes(part.lo, c_lo) : nullptr;
+    }
+    for (size_t i = 0; i < plan.local_ranks.size(); ++i) {
+      sources[plan.local_ranks[i]] = bytes_of(part.calls[i]->inputs[part.tensor]) + c_lo * part.element;
+    }
+    std::byte* result = part.out + c_lo * part.element;
+    reduce_pointers(part.input->dtype, result, sources, c_hi - c_lo, like.attrs.reduce, like.attrs.scale);
+    for (size_t p = 0; p < plan.processes.size(); ++p) {
+      if (p != plan.me) transfers.send(result, part.bytes(c_lo, c_hi), p);
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<device::Failure> all_reduce_across(const GroupPlan& plan, Calls calls, Transfers& transfers,
                                                  Scratch& scratch) {
-  const CollectiveCall& like = *calls[0];
-  const size_t processes = plan.processes.size();
-  for (size_t t = 0; t < like.inputs.size(); ++t) {
-    const device::Buffer* input = like.inputs[t];
-    const size_t element = dtype_size(input->dtype);
-    auto range = [&](size_t position) {
-      return std::pair{part_boundary(input->numel, position, processes, element),
-                       part_boundary(input->numel, position + 1, processes, element)};
-    };
-    const auto [lo, hi] = range(plan.me);
-    const auto mine = chunks_of(lo, hi, element);
-    // Every other member's inputs for this process's part, chunk by chunk
-    // (batch 1 + chunk).
-    std::vector<std::byte*> theirs(plan.group.size(), nullptr);
-    size_t slot = 0;
-    for (size_t rank = 0; rank < plan.group.size(); ++rank) {
-      if (plan.position_of_rank(rank) != plan.me) theirs[rank] = scratch.get(slot++, static_cast<size_t>(hi - lo) * element);
-    }
-    for (size_t c = 0; c < mine.size(); ++c) {
-      const auto [c_lo, c_hi] = mine[c];
-      for (size_t p = 0; p < processes; ++p) {
-        if (p == plan.me) continue;
-        for (size_t rank : plan.ranks_of[p]) {
-          transfers.receive(theirs[rank] + (c_lo - lo) * element, static_cast<size_t>(c_hi - c_lo) * element, p, 1 + c);
-        }
-      }
-    }
-    std::byte* out = bytes_of(calls[0]->outputs[t]);
-    for (size_t p = 0; p < processes; ++p) {
-      if (p == plan.me) continue;
-      const auto [p_lo, p_hi] = range(p);
-      for (const auto& [c_lo, c_hi] : chunks_of(p_lo, p_hi, element)) {
-        for (const CollectiveCall* call : calls) {
-          transfers.send(bytes_of(call->inputs[t]) + c_lo * element, static_cast<size_t>(c_hi - c_lo) * element, p);
-        }
-      }
-      // The owner's results come after its share of these inputs.
-      for (const auto& [c_lo, c_hi] : chunks_of(p_lo, p_hi, element)) {
-        transfers.receive(out + c_lo * element, static_cast<size_t>(c_hi - c_lo) * element, p);
-      }
-    }
-    std::vector<const std::byte*> sources(plan.group.size());
-    for (size_t c = 0; c < mine.size(); ++c) {
-      if (std::optional<device::Failure> failure = transfers.wait(1 + c)) return failure;
-      const auto [c_lo, c_hi] = mine[c];
-      for (size_t rank = 0; rank < plan.group.size(); ++rank) {
-        sources[rank] = theirs[rank] != nullptr ? theirs[rank] + (c_lo - lo) * element : nullptr;
-      }
-      for (size_t i = 0; i < plan.local_ranks.size(); ++i) {
-        sources[plan.local_ranks[i]] = bytes_of(calls[i]->inputs[t]) + c_lo * element;
-      }
-      const size_t bytes = static_cast<size_t>(c_hi - c_lo) * element;
-      reduce_pointers(input->dtype, out + c_lo * element, sources, c_hi - c_lo, like.attrs.reduce, like.attrs.scale);
-      for (size_t p = 0; p < processes; ++p) {
-        if (p != plan.me) transfers.send(out + c_lo * element, bytes, p);
-      }
-    }
+  for (size_t t = 0; t < calls[0]->inputs.size(); ++t) {
+    TensorPart part(plan, calls, t);
+    receive_their_inputs(part, transfers, scratch);
+    send_mine_for_their_parts(part, transfers);
+    if (std::optional<device::Failure> failure = reduce_my_part(part, transfers)) return failure;
     if (std::optional<device::Failure> failure = transfers.wait_all()) return failure;
+    const size_t bytes = part.input->nbytes();
     for (size_t i = 1; i < calls.size(); ++i) {
-      if (input->nbytes() > 0) std::memcpy(bytes_of(calls[i]->outputs[t]), out, input->nbytes());
+      if (bytes > 0) std::memcpy(bytes_of(calls[i]->outputs[t]), part.out, bytes);
     }
   }
   return std::nullopt;
@@ -161,14 +203,17 @@ Region part_read_by(const CollectiveCall& like, size_t rank, size_t ranks) {
           static_cast<size_t>(along * inner) * element, static_cast<size_t>(shape[dim] * inner) * element};
 }
 
-// Posts what the op needs to move: every process runs the same loops in
-// the same order, so sends and receives pair up in order.
-void post_movement(const GroupPlan& plan, const CallsByRank& members, Transfers& transfers) {
-  const CollectiveCall& like = *members.calls()[plan.local_ranks[0]];
-  const size_t ranks = plan.group.size();
-  auto is_mine = [&](size_t rank) { return plan.position_of_rank(rank) == plan.me; };
+// What one process posts of one collective. Every process runs the same
+// loops in the same order, so sends and receives pair up in order.
+struct Movement {
+  const GroupPlan& plan;
+  const CallsByRank& members;
+  Transfers& transfers;
+  const CollectiveCall& like;
+
+  bool is_mine(size_t rank) const { return plan.position_of_rank(rank) == plan.me; }
   // Sends rank's whole input t to position p, or receives it from there.
-  auto move_input = [&](size_t rank, size_t t, size_t p) {
+  void move_input(size_t rank, size_t t, size_t p) const {
     const device::Buffer* input = members.input(rank, t);
     if (input->nbytes() == 0) return;
     if (is_mine(rank)) {
@@ -176,55 +221,71 @@ void post_movement(const GroupPlan& plan, const CallsByRank& members, Transfers&
     } else {
       transfers.receive(bytes_of(input), input->nbytes(), plan.position_of_rank(rank));
     }
-  };
-  switch (like.op) {
-    case ir::OpKind::kAllGather:
-      for (size_t p = 0; p < plan.processes.size(); ++p) {
-        if (p == plan.me) continue;
-        for (size_t rank : plan.ranks_of[p]) move_input(rank, 0, p);  // theirs to me
-        for (size_t rank : plan.local_ranks) move_input(rank, 0, p);  // mine to them
+  }
+};
+
+void post_all_gather(const Movement& m) {
+  const GroupPlan& plan = m.plan;
+  for (size_t p = 0; p < plan.processes.size(); ++p) {
+    if (p == plan.me) continue;
+    for (size_t rank : plan.ranks_of[p]) m.move_input(rank, 0, p);  // theirs to me
+    for (size_t rank : plan.local_ranks) m.move_input(rank, 0, p);  // mine to them
+  }
+}
+
+void post_broadcast(const Movement& m) {
+  const GroupPlan& plan = m.plan;
+  const auto root = std::find(plan.group.begin(), plan.group.end(), m.like.attrs.root);
+  if (root == plan.group.end()) return;  // every output is zeros
+  const auto root_rank = static_cast<size_t>(root - plan.group.begin());
+  for (size_t p = 0; p < plan.processes.size(); ++p) {
+    if (p == plan.me || (!m.is_mine(root_rank) && p != plan.position_of_rank(root_rank))) continue;
+    for (size_t t = 0; t < m.like.inputs.size(); ++t) m.move_input(root_rank, t, p);
+  }
+}
+
+void post_permute(const Movement& m) {
+  const GroupPlan& plan = m.plan;
+  std::set<std::pair<size_t, size_t>> moved;  // (source rank, process position)
+  for (const auto& [from, to] : m.like.attrs.pairs) {
+    const auto source = static_cast<size_t>(from), target = static_cast<size_t>(to);
+    const size_t from_p = plan.position_of_rank(source), to_p = plan.position_of_rank(target);
+    if (from_p == to_p || (from_p != plan.me && to_p != plan.me)) continue;
+    if (moved.emplace(source, to_p).second) m.move_input(source, 0, to_p);
+  }
+}
+
+// reduce_scatter and all_to_all: the part of every input each member reads.
+void post_parts_read(const Movement& m) {
+  const GroupPlan& plan = m.plan;
+  const size_t ranks = plan.group.size();
+  for (size_t p = 0; p < plan.processes.size(); ++p) {
+    if (p == plan.me) continue;
+    for (size_t q : plan.ranks_of[p]) {  // theirs to me: what my members read
+      for (size_t r : plan.local_ranks) {
+        const Region region = part_read_by(m.like, r, ranks);
+        if (region.bytes() > 0) m.transfers.receive_region(bytes_of(m.members.input(q, 0)), region, p);
       }
-      return;
-    case ir::OpKind::kCollectiveBroadcast: {
-      const auto root = std::find(plan.group.begin(), plan.group.end(), like.attrs.root);
-      if (root == plan.group.end()) return;  // every output is zeros
-      const auto root_rank = static_cast<size_t>(root - plan.group.begin());
-      for (size_t p = 0; p < plan.processes.size(); ++p) {
-        if (p == plan.me || (!is_mine(root_rank) && p != plan.position_of_rank(root_rank))) continue;
-        for (size_t t = 0; t < like.inputs.size(); ++t) move_input(root_rank, t, p);
-      }
-      return;
     }
-    case ir::OpKind::kCollectivePermute: {
-      std::set<std::pair<size_t, size_t>> moved;  // (source rank, process position)
-      for (const auto& [from, to] : like.attrs.pairs) {
-        const auto source = static_cast<size_t>(from), target = static_cast<size_t>(to);
-        const size_t from_p = plan.position_of_rank(source), to_p = plan.position_of_rank(target);
-        if (from_p == to_p || (from_p != plan.me && to_p != plan.me)) continue;
-        if (moved.emplace(source, to_p).second) move_input(source, 0, to_p);
+    for (size_t q : plan.local_ranks) {  // mine to them
+      for (size_t r : plan.ranks_of[p]) {
+        const Region region = part_read_by(m.like, r, ranks);
+        if (region.bytes() > 0) m.transfers.send_region(bytes_of(m.members.input(q, 0)), region, p);
       }
-      return;
     }
+  }
+}
+
+void post_movement(const GroupPlan& plan, const CallsByRank& members, Transfers& transfers) {
+  const Movement m{plan, members, transfers, *members.calls()[plan.local_ranks[0]]};
+  switch (m.like.op) {
+    case ir::OpKind::kAllGather: return post_all_gather(m);
+    case ir::OpKind::kCollectiveBroadcast: return post_broadcast(m);
+    case ir::OpKind::kCollectivePermute: return post_permute(m);
     case ir::OpKind::kReduceScatter:
-    case ir::OpKind::kAllToAll:
-      for (size_t p = 0; p < plan.processes.size(); ++p) {
-        if (p == plan.me) continue;
-        for (size_t q : plan.ranks_of[p]) {  // theirs to me: what my members read
-          for (size_t r : plan.local_ranks) {
-            const Region region = part_read_by(like, r, ranks);
-            if (region.bytes() > 0) transfers.receive_region(bytes_of(members.input(q, 0)), region, p);
-          }
-        }
-        for (size_t q : plan.local_ranks) {  // mine to them
-          for (size_t r : plan.ranks_of[p]) {
-            const Region region = part_read_by(like, r, ranks);
-            if (region.bytes() > 0) transfers.send_region(bytes_of(members.input(q, 0)), region, p);
-          }
-        }
-      }
-      return;
+    case ir::OpKind::kAllToAll: return post_parts_read(m);
     default:
-      ORDO_UNREACHABLE(": ", ir::op_name(like.op), " has no data movement across processes");
+      ORDO_UNREACHABLE(": ", ir::op_name(m.like.op), " has no data movement across processes");
   }
 }
 

@@ -93,19 +93,16 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
   // spin a little before sleeping (a wake-up costs more than a small
   // collective).
   lock.unlock();
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
   const std::atomic<int64_t>& awaited = index == leader_ ? running_ : finished_;
-  const bool yields = Backoff::oversubscribed();  // see Backoff
-  while (awaited.load(std::memory_order_acquire) < sequence && std::chrono::steady_clock::now() < spin_until) {
-    if (yields) std::this_thread::yield();
-  }
+  spin_for([&] { return awaited.load(std::memory_order_acquire) >= sequence; }, std::chrono::microseconds(50),
+           Backoff::oversubscribed());
   lock.lock();
-  // Look at the missing members after a millisecond, then at doubling
-  // intervals up to a tenth of a second; the last arrival wakes the leader,
-  // and the leader's finish the others. A finished collective is no
-  // longer the meeting's once the leader's finish opened the next.
+  // Look at the missing members again now and then (LookAgain); the last
+  // arrival wakes the leader, and the leader's finish the others. A
+  // finished collective is no longer the meeting's once the leader's
+  // finish opened the next.
   const auto finished = [&] { return sequence_ != sequence || phase_ == Phase::kFinished; };
-  auto interval = std::chrono::milliseconds(1);
+  LookAgain look_again;
   while (!finished()) {
     if (phase_ == Phase::kRunning && index == leader_) return {true, std::nullopt, last_};
     if (phase_ == Phase::kGathering) {
@@ -121,8 +118,8 @@ LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const
         break;
       }
     }
-    cv_.wait_for(lock, interval, [&] { return finished() || (phase_ == Phase::kRunning && index == leader_); });
-    interval = std::min<std::chrono::milliseconds>(2 * interval, std::chrono::milliseconds(100));
+    cv_.wait_until(lock, look_again.next(),
+                   [&] { return finished() || (phase_ == Phase::kRunning && index == leader_); });
   }
   std::optional<device::Failure> failure = outcome_locked(sequence);
   if (sequence_ == sequence) leave_locked();  // failed while gathering: members leave one by one

@@ -39,10 +39,11 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
       comm_(duplicate(world.comm())),
       link_(comm_),
       rings_(HostRings::open(comm_, world.topology())),
-      local_(world.topology().world_size()),
+      local_groups_(world.topology().world_size(), status_),
+      local_exchange_(world.topology().world_size(), status_),
       board_(world_, link_),
-      peers_{world_, link_, rings_.get(), gone_, interrupted_, board_},
-      exchange_(world_, link_, gone_, interrupted_, board_),
+      peers_{world_, link_, rings_.get(), status_, board_},
+      exchange_(world_, link_, status_, board_),
       mesh_(ProcessMesh::join(world)),
       routes_(static_cast<size_t>(world.topology().local_devices())) {
   Backoff::set_oversubscribed(world.topology().host_devices() > device::usable_cpu_count());
@@ -57,7 +58,7 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
                           case DeviceNews::Kind::kAbsent:
                             return hear(news.device, news.reason, false);
                           case DeviceNews::Kind::kPresent:
-                            return gone_.clear_absent(news.device);
+                            return status_.clear_absent(news.device);
                         }
                       }});
   answering_ = std::thread([this] {
@@ -89,9 +90,9 @@ void MpiCommunicator::flush_sends() {
 void MpiCommunicator::hear(int device, const std::string& reason, bool for_good) {
   if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
   if (for_good) {
-    gone_.mark(device, reason);
+    status_.mark_gone(device, Gone::kFailed, reason);
   } else {
-    gone_.mark_absent(device, reason, gone_.absence_epoch(device));
+    status_.mark_absent(device, reason, status_.absence_epoch(device));
   }
 }
 
@@ -166,16 +167,16 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
                              partition_mismatch_message(number_, device_, where, d, seen.describe(), partition_,
                                                         seen.partition)};
     }
-    if (comm_.gone_.any()) {
+    if (comm_.status_.any_gone()) {
       for (int d : missing) {
-        if (std::optional<std::string> reason = comm_.gone_.reason(d)) {
+        if (std::optional<std::string> reason = comm_.status_.gone_reason(d)) {
           return gone_failure(where, d, *reason, "before it arrived");
         }
       }
     }
     comm_.board_.pump();
-    if (comm_.interrupted_.any()) {
-      if (std::optional<std::string> reason = comm_.interrupted_.reason(device_)) {
+    if (comm_.status_.any_interrupted()) {
+      if (std::optional<std::string> reason = comm_.status_.interrupt_reason(device_)) {
         return interrupted_failure(where, device_, reason, absent);
       }
     }
@@ -226,7 +227,7 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   if (route.group == nullptr) {
     board_.start(call.device, {call.op, route.partition, route.group_text, -1});
     const Finished finished(board_, call.device);
-    return local_.run(call);
+    return local_groups_.run(call);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
@@ -251,7 +252,7 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
   if (route.group == nullptr) {
     board_.start(device, {op, route.partition, route.group_text, -1});
     board_.finish(device);
-    return local_.abandon(op, attrs, device, reason);
+    return local_groups_.abandon(op, attrs, device, reason);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
@@ -263,8 +264,8 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
 }
 
 void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {
-  gone_.mark(device, reason);
-  local_.mark_device_failed(device, reason);
+  status_.mark_gone(device, Gone::kFailed, reason);
+  wake_local_waiters();
   if (world_.topology().is_local(device)) {
     flush_sends();
     mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
@@ -272,15 +273,19 @@ void MpiCommunicator::mark_device_failed(int device, const std::string& reason) 
 }
 
 void MpiCommunicator::mark_device_shut_down(int device, const std::string& reason) {
-  gone_.mark(device, reason);
-  local_.mark_device_failed(device, reason);
+  status_.mark_gone(device, Gone::kFailed, reason);
+  wake_local_waiters();
+}
+
+void MpiCommunicator::wake_local_waiters() {
+  local_groups_.wake();
+  local_exchange_.wake();
 }
 
 void MpiCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
-  // Both keep their absence epochs in step: every clear goes to both.
-  const bool current = gone_.absence_epoch(device) == epoch;
-  gone_.mark_absent(device, reason, epoch);
-  local_.mark_device_absent(device, reason, epoch);
+  const bool current = status_.absence_epoch(device) == epoch;
+  status_.mark_absent(device, reason, epoch);
+  wake_local_waiters();
   if (current && world_.topology().is_local(device)) {
     flush_sends();
     mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
@@ -288,22 +293,15 @@ void MpiCommunicator::mark_device_absent(int device, const std::string& reason, 
 }
 
 void MpiCommunicator::clear_device_absent(int device) {
-  gone_.clear_absent(device);
-  local_.clear_device_absent(device);
+  status_.clear_absent(device);
   if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kPresent, device, ""});
 }
 
 uint64_t MpiCommunicator::interrupt(int device, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(interrupt_mu_);
-  const uint64_t id = interrupted_.interrupt(device, reason);
-  ORDO_CHECK_EQ(local_.interrupt(device, reason), id);
+  const uint64_t id = status_.interrupt(device, reason);
+  local_groups_.wake();
+  local_exchange_.interrupt(device, reason);
   return id;
-}
-
-void MpiCommunicator::end_interrupt(int device, uint64_t id) {
-  std::lock_guard<std::mutex> lock(interrupt_mu_);
-  interrupted_.end(device, id);
-  local_.end_interrupt(device, id);
 }
 
 std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
@@ -312,7 +310,7 @@ std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
   ORDO_ARG_CHECK(topology.is_local(call.device), describe_tag(call.tag), ": device ", call.device,
                  " is driven by another process");
   if (std::all_of(participants.begin(), participants.end(), [&](int d) { return topology.is_local(d); })) {
-    return local_.exchange(call);
+    return local_exchange_.exchange(call);
   }
   return exchange_.exchange(call, std::move(participants));
 }

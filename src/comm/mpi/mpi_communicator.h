@@ -2,20 +2,24 @@
 // mpirun. The process drives its own devices (threads); every other
 // device of the world belongs to another process.
 //
-// - A group whose members are all in this process runs in-process (the
-//   same channels as the in-process backend).
+// - A group whose members are all in this process meets in memory
+//   (protocol/local_groups.h, as in the in-process backend), and so does
+//   an exchange whose participants all are (protocol/local_exchange.h).
 // - A group that spans processes: this process's members meet locally
-//   (local_meeting.h), and the last to arrive runs the collective with
-//   the other processes for all of them (cross_collective.h), moving
-//   bytes with MPI point to point and reducing with the in-process
-//   kernels in the group's rank order, so that a result is bitwise the
-//   same whatever the layout of processes and devices.
+//   (local_meeting.h), and once all have come one of them, the leader (a
+//   fixed member, a different one in neighbouring processes), runs the
+//   collective with the other processes for all of them
+//   (cross_collective.h), moving bytes with MPI point to point and
+//   computing with the protocol's data movement and reduction in the
+//   group's rank order (protocol/data_movement.h, comm/reduction.h), so
+//   that a result is bitwise the same whatever the layout of processes
+//   and devices.
 // - The exchange (rendezvous) goes to every participant (mpi_exchange.h).
 // - News of devices (failed, absent, present again) and of processes
 //   that die travel on the process mesh (process_mesh.h), beside MPI,
 //   which reports neither.
 //
-//   const MpiWorld& world = MpiWorld::join(2);
+//   const MpiWorld& world = MpiWorld::join(/*local_devices=*/2);
 //   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);
 //
 // Each device's progress (progress_board.h) is recorded at every
@@ -26,7 +30,8 @@
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
 // Order: a meeting's lock, then the exchange's, then the link's (the MPI
-// lock), a leaf; GoneDevices and InterruptedDevices are leaves too.
+// lock), a leaf; DeviceStatus is a leaf too (one, shared with the local
+// groups and the local exchange).
 #pragma once
 
 #include <map>
@@ -37,9 +42,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/in_process/in_process_communicator.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/mpi/cross_collective.h"
 #include "comm/mpi/host_rings.h"
 #include "comm/mpi/local_meeting.h"
@@ -47,6 +50,8 @@
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm/mpi/progress_board.h"
+#include "comm/protocol/local_exchange.h"
+#include "comm/protocol/local_groups.h"
 
 namespace ordo::comm {
 
@@ -62,11 +67,11 @@ class MpiCommunicator : public Communicator {
   void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device, const std::string& reason) override;
   void mark_device_failed(int device, const std::string& reason) override;
   void mark_device_shut_down(int device, const std::string& reason) override;
-  uint64_t absence_epoch(int device) override { return gone_.absence_epoch(device); }
+  uint64_t absence_epoch(int device) override { return status_.absence_epoch(device); }
   void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
   void clear_device_absent(int device) override;
   uint64_t interrupt(int device, const std::string& reason) override;
-  void end_interrupt(int device, uint64_t id) override;
+  void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
   std::vector<std::string> exchange(const ExchangeCall& call) override;
 
  private:
@@ -102,6 +107,8 @@ class MpiCommunicator : public Communicator {
   // What this process sent leaves it before news of its devices does (the
   // news travel on the mesh and could overtake it).
   void flush_sends();
+  // After news of a device: the local groups' and exchange's sleepers look again.
+  void wake_local_waiters();
   // News from another process, or of one that died.
   void hear(int device, const std::string& reason, bool for_good);
 
@@ -114,9 +121,9 @@ class MpiCommunicator : public Communicator {
   // Headers to and from this host's other processes (null: by MPI);
   // outlives meetings_, whose inboxes read it.
   std::unique_ptr<HostRings> rings_;
-  GoneDevices gone_;
-  InterruptedDevices interrupted_;
-  InProcessCommunicator local_;  // groups within this process
+  DeviceStatus status_;
+  LocalGroups local_groups_;      // groups within this process
+  LocalExchange local_exchange_;  // exchanges within this process
   ProgressBoard board_;
   Peers peers_;
   MpiExchange exchange_;
@@ -125,7 +132,6 @@ class MpiCommunicator : public Communicator {
   std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
   std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
-  std::mutex interrupt_mu_;           // keeps this and local_'s interrupt ids in step
   // Answers other processes' questions (progress_board.h), and moves the
   // ring records that waited for room, every few milliseconds, even while
   // every device of this process computes.

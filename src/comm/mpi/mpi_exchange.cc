@@ -16,17 +16,13 @@ namespace {
 
 constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
 constexpr size_t kRoundsKept = 4096;
-// How long a participant of another process must stay gone to fail a round.
-constexpr auto kGoneGrace = std::chrono::milliseconds(1000);
 
 }  // namespace
 
-MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices& gone,
-                         const InterruptedDevices& interrupted, ProgressBoard& board)
+MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board)
     : world_(world),
       link_(link),
-      gone_(gone),
-      interrupted_(interrupted),
+      status_(status),
       board_(board),
       inboxes_(static_cast<size_t>(world.topology().local_devices())),
       waiting_in_(inboxes_.size()),
@@ -132,229 +128,326 @@ void MpiExchange::tell(const Note& note) {
   }
 }
 
-std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::vector<int> participants) {
-  const int me = call.device;
-  const auto index = static_cast<size_t>(*world_.topology().index_of(me));
-  const Key key{std::string(call.tag), participants};
-  int64_t round = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (const std::optional<std::string>& other = waiting_in_[index]) {
-      throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me, " already waits in ", describe_tag(*other),
-                                   " (on another thread): a device takes part in one rendezvous at a time");
-    }
-    waiting_in_[index] = std::string(call.tag);
-    round = take_round_locked(index, key);
-  }
-  struct NotWaiting {
-    MpiExchange& self;
-    size_t index;
-    ~NotWaiting() {
-      std::lock_guard<std::mutex> lock(self.mu_);
-      self.waiting_in_[index].reset();
-    }
-  } not_waiting{*this, index};
+// One device's part in one round: what it has heard so far, and since
+// when the signs of a cycle or of a gone participant have held. Made when
+// the device enters the round (it then waits in it), gone when it leaves.
+class MpiExchange::Round {
+ public:
+  Round(MpiExchange& owner, const ExchangeCall& call, std::vector<int> participants);
+  ~Round();
+  Round(const Round&) = delete;
+  Round& operator=(const Round&) = delete;
 
-  for (int e : participants) {
-    if (e == me) continue;
-    Note note{Note::Kind::kPayload, me, e, round, key.first, participants, std::string(call.payload), {}, {}, -1,
-              ErrorCode::kCollectiveTimeout};
-    if (world_.topology().is_local(e)) {
-      deliver(std::move(note));
-    } else {
-      link_.send_owned(encode(note), world_.topology().place(e).process, kExchangeTag);
-    }
+  // Sends this device's payload to every other participant.
+  void send_payload();
+  bool complete() const { return std::find(have_.begin(), have_.end(), false) == have_.end(); }
+  // Takes what came for this device from its inbox: payloads of this
+  // round, and the signs that the round can never complete (a mismatch, a
+  // participant that gave up), which it returns.
+  std::optional<device::Failure> read_inbox();
+  // Why the wait must end, if it must: an interrupt, a participant gone for
+  // long enough, the timeout (after the warning).
+  std::optional<device::Failure> check_wait();
+  // Tells the other participants and raises failure.
+  [[noreturn]] void give_up(device::Failure failure);
+  std::vector<std::string> take_payloads() { return std::move(payloads_); }
+
+ private:
+  using Inbox = std::deque<Note>;
+
+  bool is_mine(const std::string& tag, const std::vector<int>& participants) const {
+    return tag == key_.first && participants == key_.second;
   }
-  const auto rank_of = [&](int d) {
-    return static_cast<size_t>(std::find(participants.begin(), participants.end(), d) - participants.begin());
-  };
-  std::vector<std::string> payloads(participants.size());
-  std::vector<bool> have(participants.size(), false);
-  payloads[rank_of(me)] = std::string(call.payload);
-  have[rank_of(me)] = true;
-  auto missing = [&] {
-    std::vector<int> out;
-    for (size_t r = 0; r < participants.size(); ++r) {
-      if (!have[r]) out.push_back(participants[r]);
-    }
-    return out;
-  };
-  // The other round of a mismatch, once found.
-  std::optional<Note> other;
-  auto give_up = [&](device::Failure failure) -> std::vector<std::string> {
-    Note note{Note::Kind::kGivenUp, me, me, round, key.first, participants, failure.message, {}, {}, -1, failure.code};
-    if (failure.code == ErrorCode::kCollectiveMismatch && other) {
-      note.kind = Note::Kind::kMismatch;
-      note.other_tag = other->tag;
-      note.other_participants = other->participants;
-      note.other_round = other->round;
-    }
-    tell(note);
-    failure.raise();
-  };
-  // A participant this device waits for that waits in another rendezvous
-  // this device has not done: each waits for the other.
-  auto cycle = [&](const Note& theirs, int64_t their_round) {
-    return device::Failure{
-        ErrorCode::kCollectiveMismatch,
-        str_cat("rendezvous mismatch: device ", me, " waits in ", describe_tag(call.tag), " (round ", round,
-                " of devices ", describe_group(participants), ") for device ", theirs.sender, " on ",
-                world_.describe_process(world_.topology().place(theirs.sender).process), ", which waits in ",
-                describe_tag(theirs.tag), " (round ", their_round, " of devices ", describe_group(theirs.participants),
-                ") for device ", me, ": they can never meet")};
-  };
-  Deadlines deadlines;
-  Backoff backoff;
+  size_t rank_of(int device) const;
+  std::vector<int> missing() const;
+  // Leftovers of rounds this device is past are dropped (mu_ held).
+  void drop_leftovers_locked(Inbox& inbox) const;
+  // This device is past round r of (tag, of): what is left of it, now and
+  // to come, is dropped (mu_ held).
+  void pass_locked(Inbox& inbox, const std::string& tag, const std::vector<int>& of, int64_t r) const;
+  // Mismatch notes: both of their rounds are doomed; one naming this round
+  // fails it (mu_ held).
+  std::optional<device::Failure> read_mismatch_notes_locked(Inbox& inbox);
+  // The notes of this round, and payloads of other rounds from awaited
+  // participants (half of a cycle of waits) (mu_ held).
+  std::optional<device::Failure> read_round_locked(Inbox& inbox, bool& in_cycle);
+  std::optional<device::Failure> take_note_locked(Note& note, bool awaited);
+  // A payload whose sender gave its round up (the note follows it on the
+  // same tag) says nothing of where the sender waits now (mu_ held).
+  static bool given_up_locked(const Inbox& inbox, const Note& payload);
+  // theirs: a payload of a rendezvous this device has not done, from a
+  // participant it waits for.
+  device::Failure cycle_failure(const Note& theirs) const;
+  std::optional<device::Failure> interruption() const;
+  std::optional<device::Failure> gone_participant();
+  void warn_if_due();
+
+  MpiExchange& owner_;
+  const ExchangeCall& call_;
+  const int me_;
+  const size_t index_;  // me_'s local index
+  const Key key_;       // (tag, participants)
+  int64_t round_ = 0;
+  std::vector<std::string> payloads_;  // by rank
+  std::vector<bool> have_;             // by rank
+  std::optional<Note> other_;          // the other round of a mismatch, once found
+  Deadlines deadlines_;
   // Since when a participant this device waits for has waited in another
   // rendezvous, as far as its messages show.
-  bool cycle_seen = false;
-  std::chrono::steady_clock::time_point cycle_since;
-  bool first_look = true;  // what came before this device did
-  bool gone_seen = false;  // since gone_since, a participant waited for is gone
-  std::chrono::steady_clock::time_point gone_since;
-  while (std::count(have.begin(), have.end(), false) > 0) {
+  bool cycle_seen_ = false;
+  std::chrono::steady_clock::time_point cycle_since_;
+  bool first_look_ = true;  // what came before this device did
+  GoneGrace gone_grace_;    // from when a participant waited for was seen gone
+};
+
+MpiExchange::Round::Round(MpiExchange& owner, const ExchangeCall& call, std::vector<int> participants)
+    : owner_(owner),
+      call_(call),
+      me_(call.device),
+      index_(static_cast<size_t>(*owner.world_.topology().index_of(call.device))),
+      key_{std::string(call.tag), std::move(participants)},
+      payloads_(key_.second.size()),
+      have_(key_.second.size(), false) {
+  {
+    std::lock_guard<std::mutex> lock(owner_.mu_);
+    if (const std::optional<std::string>& other = owner_.waiting_in_[index_]) {
+      throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me_, " already waits in ", describe_tag(*other),
+                                   " (on another thread): a device takes part in one rendezvous at a time");
+    }
+    owner_.waiting_in_[index_] = std::string(call.tag);
+    round_ = owner_.take_round_locked(index_, key_);
+  }
+  payloads_[rank_of(me_)] = std::string(call.payload);
+  have_[rank_of(me_)] = true;
+}
+
+MpiExchange::Round::~Round() {
+  std::lock_guard<std::mutex> lock(owner_.mu_);
+  owner_.waiting_in_[index_].reset();
+}
+
+size_t MpiExchange::Round::rank_of(int device) const {
+  const std::vector<int>& participants = key_.second;
+  return static_cast<size_t>(std::find(participants.begin(), participants.end(), device) - participants.begin());
+}
+
+std::vector<int> MpiExchange::Round::missing() const {
+  std::vector<int> out;
+  for (size_t r = 0; r < key_.second.size(); ++r) {
+    if (!have_[r]) out.push_back(key_.second[r]);
+  }
+  return out;
+}
+
+void MpiExchange::Round::send_payload() {
+  const Topology& topology = owner_.world_.topology();
+  for (int e : key_.second) {
+    if (e == me_) continue;
+    Note note{Note::Kind::kPayload, me_, e, round_, key_.first, key_.second, std::string(call_.payload), {}, {}, -1,
+              ErrorCode::kCollectiveTimeout};
+    if (topology.is_local(e)) {
+      owner_.deliver(std::move(note));
+    } else {
+      owner_.link_.send_owned(encode(note), topology.place(e).process, kExchangeTag);
+    }
+  }
+}
+
+void MpiExchange::Round::drop_leftovers_locked(Inbox& inbox) const {
+  for (auto it = inbox.begin(); it != inbox.end();) {
+    const int64_t current = is_mine(it->tag, it->participants)
+                                ? round_
+                                : owner_.round_locked(index_, {it->tag, it->participants});
+    it = it->round < current ? inbox.erase(it) : std::next(it);
+  }
+}
+
+void MpiExchange::Round::pass_locked(Inbox& inbox, const std::string& tag, const std::vector<int>& of,
+                                     int64_t r) const {
+  if (is_mine(tag, of)) return;  // this round: taken already
+  owner_.pass_round_locked(index_, {tag, of}, r);
+  for (auto it = inbox.begin(); it != inbox.end();) {
+    const bool same = it->round == r && it->tag == tag && it->participants == of;
+    it = same ? inbox.erase(it) : std::next(it);
+  }
+}
+
+std::optional<device::Failure> MpiExchange::Round::read_mismatch_notes_locked(Inbox& inbox) {
+  std::optional<device::Failure> failure;
+  for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
+    if (it->kind != Note::Kind::kMismatch) {
+      ++it;
+      continue;
+    }
+    const Note note = *it;
+    const bool first_is_mine = is_mine(note.tag, note.participants);
+    const bool names_mine = (first_is_mine && note.round == round_) ||
+                            (is_mine(note.other_tag, note.other_participants) && note.other_round == round_);
+    if (names_mine) {
+      failure = device::Failure{ErrorCode::kCollectiveMismatch, note.body};
+      other_ = note;
+      if (first_is_mine) {
+        other_->tag = note.other_tag;
+        other_->participants = note.other_participants;
+        other_->round = note.other_round;
+      }
+    }
+    pass_locked(inbox, note.tag, note.participants, note.round);
+    if (note.other_round >= 0) pass_locked(inbox, note.other_tag, note.other_participants, note.other_round);
+    it = inbox.begin();
+  }
+  return failure;
+}
+
+bool MpiExchange::Round::given_up_locked(const Inbox& inbox, const Note& payload) {
+  return std::any_of(inbox.begin(), inbox.end(), [&](const Note& n) {
+    return n.kind == Note::Kind::kGivenUp && n.sender == payload.sender && n.round == payload.round &&
+           n.tag == payload.tag && n.participants == payload.participants;
+  });
+}
+
+std::optional<device::Failure> MpiExchange::Round::take_note_locked(Note& note, bool awaited) {
+  if (note.kind == Note::Kind::kGivenUp) {
+    if (note.code != ErrorCode::kCollectiveTimeout) return device::Failure{note.code, note.body};
+    if (first_look_) return exchange_given_up(call_.tag, note.body);
+    return std::nullopt;
+  }
+  if (awaited) {
+    const size_t rank = rank_of(note.sender);
+    payloads_[rank] = std::move(note.body);
+    have_[rank] = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<device::Failure> MpiExchange::Round::read_round_locked(Inbox& inbox, bool& in_cycle) {
+  std::optional<device::Failure> failure;
+  for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
+    const bool mine = is_mine(it->tag, it->participants);
+    const size_t rank = rank_of(it->sender);
+    const bool awaited = rank < have_.size() && !have_[rank];
+    if (mine && it->round == round_) {
+      failure = take_note_locked(*it, awaited);
+      it = inbox.erase(it);
+      continue;
+    }
+    if (!mine && awaited && it->kind == Note::Kind::kPayload && !given_up_locked(inbox, *it)) {
+      in_cycle = true;
+      const auto now = std::chrono::steady_clock::now();
+      if (!cycle_seen_) cycle_seen_ = true, cycle_since_ = now;
+      if (now - cycle_since_ >= std::chrono::milliseconds(50)) {
+        failure = cycle_failure(*it);
+        other_ = *it;
+      }
+    }
+    ++it;  // a round to come: kept
+  }
+  return failure;
+}
+
+std::optional<device::Failure> MpiExchange::Round::read_inbox() {
+  std::lock_guard<std::mutex> lock(owner_.mu_);
+  Inbox& inbox = owner_.inboxes_[index_];
+  drop_leftovers_locked(inbox);
+  std::optional<device::Failure> failure = read_mismatch_notes_locked(inbox);
+  bool in_cycle = false;
+  if (!failure) failure = read_round_locked(inbox, in_cycle);
+  if (!in_cycle) cycle_seen_ = false;
+  first_look_ = false;
+  if (other_) pass_locked(inbox, other_->tag, other_->participants, other_->round);
+  return failure;
+}
+
+device::Failure MpiExchange::Round::cycle_failure(const Note& theirs) const {
+  const MpiWorld& world = owner_.world_;
+  return device::Failure{
+      ErrorCode::kCollectiveMismatch,
+      str_cat("rendezvous mismatch: device ", me_, " waits in ", describe_tag(call_.tag), " (round ", round_,
+              " of devices ", describe_group(key_.second), ") for device ", theirs.sender, " on ",
+              world.describe_process(world.topology().place(theirs.sender).process), ", which waits in ",
+              describe_tag(theirs.tag), " (round ", theirs.round, " of devices ", describe_group(theirs.participants),
+              ") for device ", me_, ": they can never meet")};
+}
+
+std::optional<device::Failure> MpiExchange::Round::interruption() const {
+  if (interrupted()) {
+    const std::string& cause = interrupt_cause();
+    return exchange_interrupted(call_.tag, me_, cause.empty() ? "" : str_cat(" by ", cause, " while it waited"));
+  }
+  if (owner_.status_.any_interrupted()) {
+    if (std::optional<std::string> reason = owner_.status_.interrupt_reason(me_)) {
+      return exchange_interrupted(call_.tag, me_, ": " + *reason);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<device::Failure> MpiExchange::Round::gone_participant() {
+  // News of another process's devices comes beside MPI: a device that
+  // was absent and is driven again may send before its return is heard
+  // of, so a gone participant fails the round only if it stays gone.
+  if (!owner_.status_.any_gone()) return std::nullopt;
+  bool any_gone = false;
+  for (int d : missing()) {
+    std::optional<std::string> reason = owner_.status_.gone_reason(d);
+    if (!reason) continue;
+    any_gone = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (owner_.world_.topology().is_local(d) || gone_grace_.over(now)) {
+      return exchange_peer_gone(call_.tag, d, *reason);
+    }
+  }
+  if (!any_gone) gone_grace_.reset();
+  return std::nullopt;
+}
+
+void MpiExchange::Round::warn_if_due() {
+  if (!deadlines_.warning_due()) return;
+  const std::string message =
+      slow_wait_warning(me_, deadlines_.warn_seconds(), describe_tag(call_.tag), describe_group(missing()));
+  try {
+    call_.warn ? call_.warn(warning_line(message)) : report_warning(message);
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    // A warning that could not be given changes nothing of the wait.
+  }
+}
+
+std::optional<device::Failure> MpiExchange::Round::check_wait() {
+  if (std::optional<device::Failure> failure = interruption()) return failure;
+  if (std::optional<device::Failure> failure = gone_participant()) return failure;
+  warn_if_due();
+  if (deadlines_.timed_out()) return exchange_timeout(me_, deadlines_.timeout_seconds(), call_.tag, missing());
+  return std::nullopt;
+}
+
+void MpiExchange::Round::give_up(device::Failure failure) {
+  Note note{Note::Kind::kGivenUp, me_, me_, round_, key_.first, key_.second, failure.message, {}, {}, -1, failure.code};
+  if (failure.code == ErrorCode::kCollectiveMismatch && other_) {
+    note.kind = Note::Kind::kMismatch;
+    note.other_tag = other_->tag;
+    note.other_participants = other_->participants;
+    note.other_round = other_->round;
+  }
+  owner_.tell(note);
+  failure.raise();
+}
+
+std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::vector<int> participants) {
+  Round round(*this, call, std::move(participants));
+  round.send_payload();
+  Backoff backoff;
+  while (!round.complete()) {
     pump();
-    std::optional<device::Failure> failure;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      std::deque<Note>& inbox = inboxes_[index];
-      auto erase_round = [&](const std::string& tag, const std::vector<int>& of, int64_t r) {
-        for (auto it = inbox.begin(); it != inbox.end();) {
-          const bool same = it->round == r && it->tag == tag && it->participants == of;
-          it = same ? inbox.erase(it) : std::next(it);
-        }
-      };
-      // Both rounds of a mismatch are doomed: this device is past them, so
-      // that what is left of them, now and to come, is dropped here.
-      auto pass = [&](const std::string& tag, const std::vector<int>& of, int64_t r) {
-        if (tag == key.first && of == key.second) return;  // this round: taken already
-        pass_round_locked(index, {tag, of}, r);
-        erase_round(tag, of, r);
-      };
-      // Leftovers of rounds this device is past go first.
-      for (auto it = inbox.begin(); it != inbox.end();) {
-        const bool mine = it->tag == key.first && it->participants == key.second;
-        if (it->round < (mine ? round : round_locked(index, {it->tag, it->participants}))) {
-          it = inbox.erase(it);
-          continue;
-        }
-        ++it;
-      }
-      // Mismatch notes next: naming this round, they fail it.
-      for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
-        if (it->kind != Note::Kind::kMismatch) {
-          ++it;
-          continue;
-        }
-        const Note note = *it;
-        const bool names_mine = (note.tag == key.first && note.participants == key.second && note.round == round) ||
-                                (note.other_tag == key.first && note.other_participants == key.second &&
-                                 note.other_round == round);
-        if (names_mine) {
-          failure = device::Failure{ErrorCode::kCollectiveMismatch, note.body};
-          const bool first_is_mine = note.tag == key.first && note.participants == key.second;
-          other = note;
-          if (first_is_mine) {
-            other->tag = note.other_tag;
-            other->participants = note.other_participants;
-            other->round = note.other_round;
-          }
-        }
-        pass(note.tag, note.participants, note.round);
-        if (note.other_round >= 0) pass(note.other_tag, note.other_participants, note.other_round);
-        it = inbox.begin();
-      }
-      // A payload whose sender gave its round up (the note follows it on
-      // the same tag) says nothing of where the sender waits now: its
-      // round may never be done here, and would be taken for half of a
-      // cycle whenever this device waits for that sender again.
-      auto given_up = [&](const Note& payload) {
-        return std::any_of(inbox.begin(), inbox.end(), [&](const Note& n) {
-          return n.kind == Note::Kind::kGivenUp && n.sender == payload.sender && n.round == payload.round &&
-                 n.tag == payload.tag && n.participants == payload.participants;
-        });
-      };
-      bool in_cycle = false;
-      for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
-        const bool mine = it->tag == key.first && it->participants == key.second;
-        const size_t rank = rank_of(it->sender);
-        const bool awaited = rank < have.size() && !have[rank];
-        if (mine && it->round == round) {
-          if (it->kind == Note::Kind::kGivenUp) {
-            if (it->code != ErrorCode::kCollectiveTimeout) {
-              failure = device::Failure{it->code, it->body};
-            } else if (first_look) {
-              failure = exchange_given_up(call.tag, it->body);
-            }
-          } else if (awaited) {
-            payloads[rank] = std::move(it->body);
-            have[rank] = true;
-          }
-          it = inbox.erase(it);
-          continue;
-        }
-        if (!mine && awaited && it->kind == Note::Kind::kPayload && !given_up(*it)) {
-          in_cycle = true;
-          const auto now = std::chrono::steady_clock::now();
-          if (!cycle_seen) cycle_seen = true, cycle_since = now;
-          if (now - cycle_since >= std::chrono::milliseconds(50)) {
-            failure = cycle(*it, it->round);
-            other = *it;
-          }
-        }
-        ++it;  // a round to come: kept
-      }
-      if (!in_cycle) cycle_seen = false;
-      first_look = false;
-      if (other) pass(other->tag, other->participants, other->round);
-    }
-    if (failure) return give_up(std::move(*failure));
-    if (std::count(have.begin(), have.end(), false) == 0) break;
-    if (interrupted()) {
-      const std::string& cause = interrupt_cause();
-      return give_up(exchange_interrupted(call.tag, me, cause.empty() ? "" : str_cat(" by ", cause, " while it waited")));
-    }
-    if (interrupted_.any()) {
-      if (std::optional<std::string> reason = interrupted_.reason(me)) {
-        return give_up(exchange_interrupted(call.tag, me, ": " + *reason));
-      }
-    }
-    // News of another process's devices comes beside MPI: a device that
-    // was absent and is driven again may send before its return is heard
-    // of, so a gone participant fails the round only if it stays gone.
-    if (gone_.any()) {
-      bool any_gone = false;
-      for (int d : missing()) {
-        std::optional<std::string> reason = gone_.reason(d);
-        if (!reason) continue;
-        any_gone = true;
-        const auto now = std::chrono::steady_clock::now();
-        if (world_.topology().is_local(d) || (gone_seen && now - gone_since >= kGoneGrace)) {
-          return give_up(exchange_peer_gone(call.tag, d, *reason));
-        }
-        if (!gone_seen) gone_seen = true, gone_since = now;
-      }
-      if (!any_gone) gone_seen = false;
-    }
-    if (deadlines.warning_due()) {
-      const std::string message =
-          slow_wait_warning(me, deadlines.warn_seconds(), describe_tag(call.tag), describe_group(missing()));
-      try {
-        call.warn ? call.warn(warning_line(message)) : report_warning(message);
-      } catch (abi::__forced_unwind&) {
-        throw;
-      } catch (...) {
-        // A warning that could not be given changes nothing of the wait.
-      }
-    }
-    if (deadlines.timed_out()) {
-      return give_up(exchange_timeout(me, deadlines.timeout_seconds(), call.tag, missing()));
-    }
+    if (std::optional<device::Failure> failure = round.read_inbox()) round.give_up(std::move(*failure));
+    if (round.complete()) break;
+    if (std::optional<device::Failure> failure = round.check_wait()) round.give_up(std::move(*failure));
     if (has_interrupt_check()) poll_interrupt();
     board_.pump();
     backoff.pause();
   }
-  return payloads;
+  return round.take_payloads();
 }
 
 }  // namespace ordo::comm

@@ -35,8 +35,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm/mpi/progress_board.h"
@@ -47,8 +46,7 @@ inline constexpr int kExchangeTag = 1;
 
 class MpiExchange {
  public:
-  MpiExchange(const MpiWorld& world, MpiLink& link, const GoneDevices& gone, const InterruptedDevices& interrupted,
-              ProgressBoard& board);
+  MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board);
 
   // call.device is this process's; the participants span processes.
   std::vector<std::string> exchange(const ExchangeCall& call, std::vector<int> participants);
@@ -75,6 +73,9 @@ class MpiExchange {
     // long they waited); any other fails every participant alike.
     ErrorCode code = ErrorCode::kCollectiveTimeout;
   };
+  // One device's part in one round, while it takes part (mpi_exchange.cc).
+  class Round;
+
   static std::string encode(const Note& note);
   Note decode(const std::string& bytes, int source) const;
 
@@ -93,8 +94,7 @@ class MpiExchange {
 
   const MpiWorld& world_;
   MpiLink& link_;
-  const GoneDevices& gone_;
-  const InterruptedDevices& interrupted_;
+  const DeviceStatus& status_;
   ProgressBoard& board_;  // answered while waiting
   std::mutex mu_;
   std::vector<std::deque<Note>> inboxes_;       // by local device index

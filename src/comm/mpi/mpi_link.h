@@ -10,7 +10,7 @@
 //   Requests requests;
 //   link.send(data, bytes, process, tag, requests);
 //   link.receive(out, bytes, process, tag, requests);
-//   Backoff backoff;
+//   Backoff backoff;  // comm/protocol/pacing.h
 //   while (!link.test(requests)) { check_failures(); backoff.pause(); }
 //
 // Messages of any size: MPI counts in int, so longer ones go as several.
@@ -32,6 +32,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "comm/protocol/pacing.h"
 
 namespace ordo::comm {
 
@@ -97,39 +99,6 @@ class MpiLink {
     MPI_Request request;
   };
   std::list<Owned> owned_;  // guarded by mu_
-};
-
-// How a waiter that polls passes the time between two polls: spin first
-// (peers usually answer within microseconds), then yield the core (with
-// more threads than cores a peer may need this very one), then sleep,
-// longer each time up to a millisecond. Yielding lasts milliseconds: on an
-// oversubscribed host a peer is often off its CPU for longer than a spin,
-// and a waiter that sleeps then makes its own peers wait for its wake-up
-// (mpi_matches_in_process at 3x2 on 2 loaded cores: 51 s instead of 38).
-//
-// On a host with more device threads than CPUs, every pause yields from
-// the first: a waiter that spins there holds the CPU that a peer it waits
-// for (another process's leader, or a local member to be woken) needs. 2
-// processes x 2 devices on 2 CPUs, 4 MiB: 1.19 -> 1.69x MPI's bus
-// bandwidth, 1 KiB 96 -> 61 us. With a CPU per device thread the spin
-// stays: a yield per poll made 1 KiB at 2 x 1 2.3 -> 3.3 us.
-class Backoff {
- public:
-  void pause();
-  // Set by the communicator from the topology; read by every waiter.
-  static void set_oversubscribed(bool oversubscribed) { oversubscribed_.store(oversubscribed); }
-  static bool oversubscribed() { return oversubscribed_.load(std::memory_order_relaxed); }
-
- private:
-  // A pause reads the clock once in kPausesPerClockRead (a reading costs as
-  // much as a poll or two in a VM, and delays noticing the answer), from
-  // the first pause on: a wait that ends at its first poll reads none.
-  static constexpr unsigned kPausesPerClockRead = 16;
-  unsigned pauses_ = 0;
-  std::optional<std::chrono::steady_clock::time_point> started_;
-  std::chrono::steady_clock::duration waited_{};  // at the last reading
-  std::chrono::microseconds sleep_{20};
-  static inline std::atomic<bool> oversubscribed_{false};
 };
 
 }  // namespace ordo::comm

@@ -1,4 +1,4 @@
-#include "comm/in_process/progress.h"
+#include "comm/protocol/progress.h"
 
 #include <thread>
 

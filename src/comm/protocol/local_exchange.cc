@@ -1,4 +1,4 @@
-#include "comm/in_process/exchange.h"
+#include "comm/protocol/local_exchange.h"
 
 #include <cxxabi.h>
 
@@ -8,18 +8,18 @@
 
 #include "comm/deadlines.h"
 #include "comm/exchange_rules.h"
+#include "comm/protocol/pacing.h"
 #include "core/interrupt.h"
 
 namespace ordo::comm {
 
-InProcessExchange::InProcessExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted)
+LocalExchange::LocalExchange(int world_size, const DeviceStatus& status)
     : world_size_(world_size),
-      gone_(gone),
-      interrupted_(interrupted),
+      status_(status),
       rounds_(static_cast<size_t>(world_size)),
       waiting_in_(static_cast<size_t>(world_size), nullptr) {}
 
-std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
+std::vector<std::string> LocalExchange::exchange(const ExchangeCall& call) {
   std::vector<int> participants = exchange_participants(call, world_size_);
   const int me = call.device;
   const auto rank = static_cast<size_t>(std::find(participants.begin(), participants.end(), me) -
@@ -57,14 +57,14 @@ std::vector<std::string> InProcessExchange::exchange(const ExchangeCall& call) {
   return payloads;
 }
 
-size_t InProcessExchange::round_counts_held() const {
+size_t LocalExchange::round_counts_held() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t held = 0;
   for (const auto& counts : rounds_) held += counts.size();
   return held;
 }
 
-void InProcessExchange::forget_rounds_if_level_locked(const Round& done) {
+void LocalExchange::forget_rounds_if_level_locked(const Round& done) {
   // Round counts exist to tell a tag's rounds apart. Once every participant
   // took this round and none started the next, they all start again at 0,
   // so that tags used once (f"epoch_{n}") do not pile up.
@@ -78,7 +78,7 @@ void InProcessExchange::forget_rounds_if_level_locked(const Round& done) {
   for (int d : participants) rounds_[static_cast<size_t>(d)].erase(key);
 }
 
-std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<std::mutex>& lock,
+std::optional<device::Failure> LocalExchange::wait_locked(std::unique_lock<std::mutex>& lock,
                                                               Meeting& meeting, int me, const ExchangeCall& call) {
   Deadlines deadlines;
   for (;;) {
@@ -122,32 +122,24 @@ std::optional<device::Failure> InProcessExchange::wait_locked(std::unique_lock<s
       drop_payloads(meeting);
       return timeout;
     }
-    if (!has_interrupt_check()) {
-      cv_.wait_until(lock, deadlines.next());
-      continue;
-    }
-    // The thread's check runs with no lock held: it may take other locks.
-    cv_.wait_until(lock, interrupt_poll_deadline(deadlines.next()));
-    lock.unlock();
-    poll_interrupt();
-    lock.lock();
+    block_until(cv_, lock, deadlines.next());
   }
 }
 
-std::optional<device::Failure> InProcessExchange::failure_seen_locked(const Meeting& meeting, int me) const {
+std::optional<device::Failure> LocalExchange::failure_seen_locked(const Meeting& meeting, int me) const {
   const std::string& tag = std::get<0>(*meeting.round);
   if (interrupted()) {
     const std::string& cause = interrupt_cause();
     return exchange_interrupted(tag, me, cause.empty() ? "" : str_cat(" by ", cause, " while it waited"));
   }
-  if (interrupted_.any()) {
-    if (std::optional<std::string> reason = interrupted_.reason(me)) {
+  if (status_.any_interrupted()) {
+    if (std::optional<std::string> reason = status_.interrupt_reason(me)) {
       return exchange_interrupted(tag, me, ": " + *reason);
     }
   }
-  if (gone_.any()) {
+  if (status_.any_gone()) {
     for (int d : missing_of(meeting)) {
-      if (std::optional<std::string> reason = gone_.reason(d)) {
+      if (std::optional<std::string> reason = status_.gone_reason(d)) {
         return exchange_peer_gone(tag, d, *reason);
       }
     }
@@ -155,7 +147,7 @@ std::optional<device::Failure> InProcessExchange::failure_seen_locked(const Meet
   return std::nullopt;
 }
 
-std::vector<int> InProcessExchange::wait_cycle_locked(int me) const {
+std::vector<int> LocalExchange::wait_cycle_locked(int me) const {
   // Breadth first over the devices that wait, each for the participants
   // missing from its meeting; came_from leads back to me.
   std::vector<int> came_from(static_cast<size_t>(world_size_), -1);
@@ -177,7 +169,7 @@ std::vector<int> InProcessExchange::wait_cycle_locked(int me) const {
   return {};
 }
 
-std::string InProcessExchange::mismatch_message_locked(const std::vector<int>& cycle) const {
+std::string LocalExchange::mismatch_message_locked(const std::vector<int>& cycle) const {
   std::string message = str_cat("rendezvous mismatch: device ", cycle[0]);
   for (size_t i = 0; i < cycle.size(); ++i) {
     const auto& [tag, participants, number] = *waiting_in_[static_cast<size_t>(cycle[i])]->round;
@@ -188,7 +180,7 @@ std::string InProcessExchange::mismatch_message_locked(const std::vector<int>& c
   return message + ": they can never meet";
 }
 
-std::vector<int> InProcessExchange::missing_of(const Meeting& meeting) {
+std::vector<int> LocalExchange::missing_of(const Meeting& meeting) {
   const std::vector<int>& participants = std::get<1>(*meeting.round);
   std::vector<int> missing;
   for (size_t rank = 0; rank < participants.size(); ++rank) {
@@ -197,22 +189,22 @@ std::vector<int> InProcessExchange::missing_of(const Meeting& meeting) {
   return missing;
 }
 
-void InProcessExchange::fail_locked(Meeting& meeting, device::Failure failure) {
+void LocalExchange::fail_locked(Meeting& meeting, device::Failure failure) {
   meeting.failure = std::move(failure);
   drop_payloads(meeting);
 }
 
-void InProcessExchange::drop_payloads(Meeting& meeting) {
+void LocalExchange::drop_payloads(Meeting& meeting) {
   // Nobody reads the payloads of a round that cannot complete.
   for (std::string& payload : meeting.payloads) std::string().swap(payload);
 }
 
-void InProcessExchange::wake() {
+void LocalExchange::wake() {
   std::lock_guard<std::mutex> lock(mu_);
   cv_.notify_all();
 }
 
-void InProcessExchange::interrupt(int device, const std::string& reason) {
+void LocalExchange::interrupt(int device, const std::string& reason) {
   if (device < 0 || device >= world_size_) return;  // a device that cannot wait here
   std::lock_guard<std::mutex> lock(mu_);
   Meeting* meeting = waiting_in_[static_cast<size_t>(device)];

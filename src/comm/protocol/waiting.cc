@@ -1,4 +1,4 @@
-#include "comm/in_process/waiting.h"
+#include "comm/protocol/waiting.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,8 @@
 
 #include "comm/deadlines.h"
 #include "comm/describe.h"
-#include "comm/in_process/missing_members.h"
+#include "comm/protocol/missing_members.h"
+#include "comm/protocol/pacing.h"
 #include "core/interrupt.h"
 #include "ordo/collectives.h"
 
@@ -16,34 +17,6 @@ namespace ordo::comm {
 namespace {
 
 using Clock = Deadlines::Clock;
-
-// Peers usually arrive within microseconds: spin on the flag for a while,
-// then yield for a while (a peer may be waiting for this very core: with
-// more devices than cores a pure spin would hold it), then let the caller
-// block. The spin has no pause instruction: in a virtual machine a pause
-// loop may trap to the hypervisor, which costs more than it saves.
-template <typename Done>
-bool spin_until(const Done& done) {
-  for (int i = 0; i < 256; ++i) {
-    if (done()) return true;
-  }
-  constexpr auto kSpinFor = std::chrono::microseconds(50);
-  constexpr auto kYieldFor = std::chrono::microseconds(200);
-  const Clock::time_point spin_until = Clock::now() + kSpinFor;
-  do {
-    for (int i = 0; i < 64; ++i) {
-      if (done()) return true;
-    }
-  } while (Clock::now() < spin_until);
-  const Clock::time_point yield_until = Clock::now() + kYieldFor;
-  do {
-    for (int i = 0; i < 16; ++i) {
-      if (done()) return true;
-      std::this_thread::yield();
-    }
-  } while (Clock::now() < yield_until);
-  return done();
-}
 
 // Holds the channel's mutex and counts itself among the sleepers, so that
 // every change of a slot's state from now on notifies it.
@@ -58,16 +31,7 @@ class Sleep {
 
   // On a thread that waits interruptibly (core/interrupt.h), wakes in time
   // to run its check, without mu: the check may take other locks.
-  void until(Clock::time_point deadline) {
-    if (!has_interrupt_check()) {
-      channel_.cv.wait_until(lock_, deadline);
-      return;
-    }
-    channel_.cv.wait_until(lock_, interrupt_poll_deadline(deadline));
-    lock_.unlock();
-    poll_interrupt();
-    lock_.lock();
-  }
+  void until(Clock::time_point deadline) { block_until(channel_.cv, lock_, deadline); }
 
  private:
   Channel& channel_;
@@ -81,7 +45,7 @@ std::string where(const Participant& p) { return describe_at(p.call, p.sequence,
 // (Communicator::interrupt), or the waiting thread's (core/interrupt.h).
 std::optional<device::Failure> interruption(const Participant& p) {
   std::optional<std::string> reason;
-  if (p.interrupted.any()) reason = p.interrupted.reason(p.call.device);
+  if (p.status.any_interrupted()) reason = p.status.interrupt_reason(p.call.device);
   if (!reason && !interrupted()) return std::nullopt;
   return interrupted_failure(where(p), p.call.device, reason, missing_members(p));
 }
@@ -96,23 +60,6 @@ device::Failure participant_timeout(const Participant& p, const Deadlines& deadl
   return timeout_failure(p.call.device, deadlines.timeout_seconds(),
                          str_cat(where(p), " (its collective #", p.number, ")"), missing_members(p));
 }
-
-// When a sleeping waiter looks at the members it waits for again: nothing
-// wakes it when one of them goes to another channel (peers never look at
-// each other's channels on the fast path), so it looks after a
-// millisecond, then at doubling intervals up to a tenth of a second.
-class LookAgain {
- public:
-  Clock::time_point next() {
-    const Clock::time_point at = Clock::now() + interval_;
-    interval_ = std::min(2 * interval_, kLongest);
-    return at;
-  }
-
- private:
-  static constexpr Clock::duration kLongest = std::chrono::milliseconds(100);
-  Clock::duration interval_ = std::chrono::milliseconds(1);
-};
 
 }  // namespace
 

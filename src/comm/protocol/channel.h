@@ -46,7 +46,7 @@
 //   worker thread or a waiting thread, ordered by the worker's mutex: see
 //   worker.h); Member::joined and Member::done are written by it and read
 //   by peers (and, to say what the member does, by waiters elsewhere).
-// - Order: InProcessCommunicator::channels_mu_, then mu, then GoneDevices.
+// - Order: LocalGroups::channels_mu_, then mu, then DeviceStatus.
 #pragma once
 
 #include <array>

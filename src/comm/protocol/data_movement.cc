@@ -1,4 +1,4 @@
-#include "comm/in_process/data_movement.h"
+#include "comm/protocol/data_movement.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "comm/in_process/channel.h"
+#include "comm/protocol/channel.h"
 
 #include <algorithm>
 #if defined(__x86_64__)

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "comm/in_process/waiting.h"
+#include "comm/protocol/waiting.h"
 
 namespace ordo::comm {
 

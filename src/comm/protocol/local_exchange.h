@@ -1,11 +1,12 @@
-// The in-process exchange (Communicator::exchange, a rendezvous): the
-// participants of a round are threads of this process, so they meet in
-// memory. Each leaves a copy of its payload in the round's meeting and
+// The exchange (Communicator::exchange, a rendezvous) among participants
+// that are all threads of this process, so they meet in memory: the whole
+// exchange in-process, and an MPI process's rounds whose participants are
+// all its own. Each leaves a copy of its payload in the round's meeting and
 // waits until every participant has; each then copies every payload out.
 // It is host-side and rare (a barrier, a mesh_reduce), so one mutex and
 // one condition variable serve every meeting.
 //
-//   InProcessExchange exchange(world, gone, interrupted);
+//   LocalExchange exchange(world, gone, interrupted);
 //   std::vector<std::string> all = exchange.exchange({device, "step", {}, bytes});
 //
 // A round is (tag, participants, number); each device counts its rounds
@@ -18,7 +19,7 @@
 //
 // Locking: mu_ guards meetings_, rounds_ and waiting_in_; cv_ is notified
 // on every change of them and whenever a device is declared gone, absent
-// or interrupted. GoneDevices and InterruptedDevices are taken after mu_,
+// or interrupted. DeviceStatus is taken after mu_,
 // never before; no other lock of the communicator is taken with it held,
 // nor is the caller's warning called with it held.
 #pragma once
@@ -33,21 +34,20 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/gone_devices.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
 #include "device/device_data.h"
 
 namespace ordo::comm {
 
-class InProcessExchange {
+class LocalExchange {
  public:
-  InProcessExchange(int world_size, const GoneDevices& gone, const InterruptedDevices& interrupted);
+  LocalExchange(int world_size, const DeviceStatus& status);
 
   std::vector<std::string> exchange(const ExchangeCall& call);
   // A device was declared gone or absent: waiters look again.
   void wake();
   // The round device waits in, if any, fails now for every participant
-  // (its later rounds fail while InterruptedDevices holds the interrupt).
+  // (its later rounds fail while DeviceStatus holds the interrupt).
   void interrupt(int device, const std::string& reason);
   // How many (device, tag, participants) round counts are held: only those
   // of tags whose participants are not level (tests check that tags used
@@ -86,8 +86,7 @@ class InProcessExchange {
   void forget_rounds_if_level_locked(const Round& done);
 
   const int world_size_;
-  const GoneDevices& gone_;
-  const InterruptedDevices& interrupted_;
+  const DeviceStatus& status_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<Round, Meeting> meetings_;

@@ -1,16 +1,15 @@
 // Waiting in a channel: a short spin (peers usually arrive within
 // microseconds), then a sleep on the channel, with the warning and the
 // timeout (comm/deadlines.h) and the checks for gone devices and
-// interrupts (comm/gone_devices.h, comm/interrupted_devices.h).
+// interrupts (comm/device_status.h).
 #pragma once
 
 #include <optional>
 #include <span>
 
-#include "comm/gone_devices.h"
-#include "comm/in_process/channel.h"
-#include "comm/in_process/progress.h"
-#include "comm/interrupted_devices.h"
+#include "comm/device_status.h"
+#include "comm/protocol/channel.h"
+#include "comm/protocol/progress.h"
 
 namespace ordo::comm {
 
@@ -22,11 +21,10 @@ struct Participant {
   int64_t sequence;
   size_t rank;
   const CollectiveCall& call;
-  const GoneDevices& gone;
+  const DeviceStatus& status;
   int64_t number;  // the collective's number in its device's program
   const Partition& partition;
   std::span<const DeviceProgress> progress;  // by device
-  const InterruptedDevices& interrupted;
 };
 
 // Until p's slot serves p's collective: it opens it once every member is

@@ -1,4 +1,4 @@
-#include "comm/in_process/missing_members.h"
+#include "comm/protocol/missing_members.h"
 
 #include <algorithm>
 #include <vector>
@@ -80,7 +80,7 @@ std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, 
 }
 
 std::optional<device::Failure> gone_member_failure(const Participant& p, int device, const Snapshot& seen) {
-  std::optional<std::string> reason = p.gone.reason(device);
+  std::optional<std::string> reason = p.status.gone_reason(device);
   if (!reason) return std::nullopt;
   const std::string when =
       seen.latest ? str_cat("after its collective #", seen.started - 1, " (", describe_entry(*seen.latest), ")")
@@ -101,7 +101,7 @@ std::optional<device::Failure> missing_member_failure(const Participant& p) {
     seen.push_back(p.progress[static_cast<size_t>(device)].read(p.number));
     if (std::optional<device::Failure> mismatch = mismatch_with(p, rank, device, seen.back())) return mismatch;
   }
-  if (!p.gone.any()) return std::nullopt;
+  if (!p.status.any_gone()) return std::nullopt;
   for (size_t i = 0; i < missing.size(); ++i) {
     if (std::optional<device::Failure> gone = gone_member_failure(p, p.channel.group()[missing[i]], seen[i])) return gone;
   }
@@ -114,7 +114,7 @@ std::string missing_members(const Participant& p) {
     const int device = p.channel.group()[rank];
     const Snapshot seen = p.progress[static_cast<size_t>(device)].read(p.number);
     std::string what = doing(p, seen, device);
-    if (std::optional<std::string> reason = p.gone.reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
+    if (std::optional<std::string> reason = p.status.gone_reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
     out.add(str_cat(device, " (", what, ")"));
   }
   return out.text();
