@@ -181,6 +181,7 @@ void bind_dtypes(py::module_& m) {
   py::class_<BFloat16DType>(m, "BFloat16DType", "ordo.bfloat16: numpy has no bfloat16 dtype.")
       .def_property_readonly("name", [](const BFloat16DType&) { return "bfloat16"; })
       .def_property_readonly("itemsize", [](const BFloat16DType&) { return 2; })
+      .def_property_readonly("kind", [](const BFloat16DType&) { return "f"; })
       .def("__repr__", [](const BFloat16DType&) { return "ordo.bfloat16"; })
       .def("__str__", [](const BFloat16DType&) { return "bfloat16"; })
       .def("__eq__", [](const BFloat16DType&, py::handle other) {

@@ -288,3 +288,19 @@ def test_checkpoints_keep_16_bit_floats_bitwise(tmp_path):
     assert loaded["b"].dtype == ordo.bfloat16 and loaded["h"].dtype == ordo.float16
     np.testing.assert_array_equal(loaded["b"]._raw_bits(), patterns)
     np.testing.assert_array_equal(loaded["h"]._raw_bits(), patterns)
+
+
+def test_a_bfloat16_layer_trains():
+    layer = ordo.nn.Linear(8, 4).to(ordo.bfloat16)
+    assert layer.weight.dtype == ordo.bfloat16 and layer.weight.dtype.kind == "f"
+    before = layer.weight._raw_bits().copy()
+    x = ordo.rand([3, 8]).astype(ordo.bfloat16)
+    out = layer(x)
+    assert out.dtype == ordo.bfloat16
+    out.sum().backward()
+    assert layer.weight.grad.dtype == ordo.bfloat16
+    optimizer = ordo.optim.SGD(layer.parameters(), lr=0.5, momentum=0.9)
+    optimizer.step()
+    ordo.mark_step()
+    assert layer.weight.dtype == ordo.bfloat16
+    assert (layer.weight._raw_bits() != before).any()
