@@ -89,6 +89,26 @@ out = w(torch.ones(2, 8).to(d))
 assert out.dtype == torch.float32 and _torch.to_ordo(out).dtype == ordo.bfloat16
 out.sum().backward()
 assert w.weight.grad.dtype == torch.float32 and _torch.to_ordo(w.weight.grad).dtype == ordo.bfloat16
+# The MNIST CNN's layers train, held in bfloat16, and no op falls back that does not
+# without the flag (fill_ does either way).
+import torch.nn.functional as F
+import ordo.torch_xla.debug.metrics as met
+torch.manual_seed(0)
+cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 5), torch.nn.MaxPool2d(2), torch.nn.BatchNorm2d(4),
+                          torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(64, 10)).to(d)
+opt = torch.optim.SGD(cnn.parameters(), lr=0.1, momentum=0.5)
+images, labels = torch.randn(8, 1, 12, 12).to(d), torch.randint(0, 10, (8,)).to(d)
+losses = []
+for _ in range(3):
+    opt.zero_grad()
+    loss = F.nll_loss(F.log_softmax(cnn(images), 1), labels)
+    loss.backward()
+    opt.step()
+    xm.mark_step()
+    losses.append(loss.item())
+assert losses[-1] < losses[0], losses
+assert _torch.to_ordo(cnn[0].weight).dtype == ordo.bfloat16 and cnn[0].weight.dtype == torch.float32
+assert [n for n in met.counter_names() if n.startswith("aten::") and n != "aten::fill_"] == []
 print(back.tolist())
 """)
     assert out.strip() == str(torch.tensor([1.0, 1.0 / 3, 1e-3, 3.1415927, -2.0 ** 100, 70000.0])
