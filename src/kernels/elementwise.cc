@@ -271,6 +271,10 @@ void half_cast_row(void* dst, int64_t n, const RowOperand* src) {
     }
     if constexpr (kIsHalfFloat<From>) {
       if (stride == 1) {
+        if constexpr (std::is_same_v<To, float>) {
+          widen_rows(dtype_of<From>(), to + begin, from + begin, m);  // straight into the output
+          continue;
+        }
         widen_rows(dtype_of<From>(), wide, from + begin, m);
       } else {
         for (int64_t i = 0; i < m; ++i) wide[i] = half_to_float(from[(begin + i) * stride]);
