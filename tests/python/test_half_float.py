@@ -304,3 +304,23 @@ def test_a_bfloat16_layer_trains():
     ordo.mark_step()
     assert layer.weight.dtype == ordo.bfloat16
     assert (layer.weight._raw_bits() != before).any()
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_fusion_and_schedule_change_no_bit(name):
+    ordo_dtype, _ = HALVES[name]
+    x32 = np.random.default_rng(9).standard_normal((300, 700)).astype(np.float32)
+
+    def run(mode, fuse):
+        ordo._C.set_schedule(0, mode, 5, fuse)
+        try:
+            x = ordo.tensor(x32).astype(ordo_dtype)
+            y = ordo.sigmoid(x * 1.5 - 0.25) * x + ordo.exp(-ordo.abs(x)) / 3.0
+            return [y._raw_bits(), (y * 2.0).sum(1)._raw_bits()]
+        finally:
+            ordo._C.set_schedule(0, "default", 0, True)
+
+    fused = run("default", True)
+    for got in (run("default", False), run("random", True)):
+        for a, b in zip(got, fused):
+            np.testing.assert_array_equal(a, b)
