@@ -19,6 +19,7 @@
 
 #include "comm/communicator.h"
 #include "comm/in_process/in_process_communicator.h"
+#include "core/half_float.h"
 #include "device/buffer.h"
 #include "ordo/ordo.h"
 
@@ -185,7 +186,9 @@ T input_value(int device, size_t tensor, int64_t i) {
   m = (m ^ (m >> 30)) * 0xBF58476D1CE4E5B9ull;
   m = (m ^ (m >> 27)) * 0x94D049BB133111EBull;
   m ^= m >> 31;
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (kIsHalfFloat<T>) {
+    return float_to_half<T>(input_value<float>(device, tensor, i));
+  } else if constexpr (std::is_same_v<T, bool>) {
     return (m % 3) != 0;
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(m >> 3);  // any value of T, negative included
@@ -243,12 +246,31 @@ T reduce_reference(ReduceType reduce, T a, T b) {
 // applied in double and rounded once, as the documentation says.
 template <typename T>
 T reduce_in_rank_order(ReduceType reduce, double scale, const std::vector<T>& values) {
-  T r = values[0];
-  for (size_t q = 1; q < values.size(); ++q) r = reduce_reference(reduce, r, values[q]);
-  if constexpr (!std::is_same_v<T, bool>) {
-    if (scale != 1.0) r = static_cast<T>(static_cast<double>(r) * scale);
+  if constexpr (kIsHalfFloat<T>) {
+    // The 16-bit floats: in float32, rounded once at the end.
+    std::vector<float> wide;
+    for (const T& v : values) wide.push_back(half_to_float(v));
+    if (values.size() == 1 && scale == 1.0) return values[0];  // a copy, bits and all
+    return float_to_half<T>(reduce_in_rank_order(reduce, scale, wide));
   }
-  return r;
+  else {
+    T r = values[0];
+    for (size_t q = 1; q < values.size(); ++q) r = reduce_reference(reduce, r, values[q]);
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (scale != 1.0) r = static_cast<T>(static_cast<double>(r) * scale);
+    }
+    return r;
+  }
+}
+
+// An element as a message prints it.
+template <typename T>
+auto printable(T x) {
+  if constexpr (kIsHalfFloat<T>) {
+    return half_to_float(x);
+  } else {
+    return +x;
+  }
 }
 
 // Bitwise equality, NaN payloads included.

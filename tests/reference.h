@@ -24,6 +24,7 @@
 #include <ostream>
 #include <source_location>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -213,6 +214,11 @@ decltype(auto) with_cpp_type(DType dtype, F&& f) {
       return f(float{});
     case DType::kFloat64:
       break;
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      // Storage types without arithmetic: a reference of them is made in
+      // float32 and cast (tests/python/test_half_float.py).
+      throw std::invalid_argument("reference.h: no C++ arithmetic type for the 16-bit floats");
   }
   return f(double{});
 }

@@ -6,6 +6,7 @@
 //   ordo::Shape s{2, 3};
 //   ordo::shape_numel(s);           // 6
 //   ordo::checked_shape_size("f", s, t).nbytes;  // 24; throws if it overflows
+//   ordo::promote_types(DType::kBFloat16, DType::kFloat16);  // kFloat32
 #pragma once
 
 #include <cstddef>
@@ -19,28 +20,46 @@
 
 namespace ordo {
 
+// The 16-bit floats are storage types: their bits, nothing to compute
+// with. Kernels widen them to float32 and round back once
+// (core/half_float.h); only conversions, data movement and collectives
+// handle them as they are.
+struct BFloat16 {
+  uint16_t bits;
+};
+struct Float16 {
+  uint16_t bits;
+};
+
 // The list of element types. Each entry: enum name, C++ type, printable name.
+// New types go last: the enum's values are in saved checkpoints' pickles
+// (by name) and in the Python binding (by value) alike.
 #define ORDO_DTYPES(X)                 \
   X(kBool, bool, "bool")               \
   X(kInt32, int32_t, "int32")          \
   X(kInt64, int64_t, "int64")          \
   X(kFloat32, float, "float32")        \
-  X(kFloat64, double, "float64")
+  X(kFloat64, double, "float64")       \
+  X(kBFloat16, BFloat16, "bfloat16")   \
+  X(kFloat16, Float16, "float16")
 
 enum class DType : uint8_t {
 #define ORDO_DTYPE_ENUM(name, type, str) name,
   ORDO_DTYPES(ORDO_DTYPE_ENUM)
 #undef ORDO_DTYPE_ENUM
 };
-inline constexpr int kNumDTypes = 5;
+inline constexpr int kNumDTypes = 7;
 
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);
-bool is_floating(DType dtype);
+bool is_floating(DType dtype);  // the 16-bit floats too
 bool is_integral(DType dtype);  // int32 and int64 (not bool)
+// bfloat16 and float16: stored in 16 bits, computed in float32.
+bool is_half_float(DType dtype);
 
-// The result type of a binary operation: the higher category wins
-// (bool < integer < floating), then the wider type within it.
+// The result type of a binary operation, as torch's: the higher category
+// wins (bool < integer < floating), then the wider type within it;
+// bfloat16 with float16 is float32 (neither holds the other).
 DType promote_types(DType a, DType b);
 
 template <typename T>

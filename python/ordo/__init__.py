@@ -35,10 +35,11 @@ from ._nn_ops import (clamp, clip, dropout, erf, gelu, log_softmax, logsumexp, r
 from ._random import manual_seed, manual_seed_all
 from ._timeline import plot_timeline
 from ._trace import is_tracing, start_trace, stop_trace
-from ._tensor import arange, full, ones, rand, randn, tensor, zeros
+from ._tensor import arange, bfloat16, full, ones, rand, randn, tensor, zeros
 from . import optim
 from .optim import ZeroRedundancyOptimizer
 
+float16 = _np.float16
 float32 = _np.float32
 float64 = _np.float64
 int32 = _np.int32

@@ -47,8 +47,12 @@ _ALLOWED = {
     ("numpy", "dtype"): np.dtype,
     ("numpy.core.multiarray", "scalar"): np.core.multiarray.scalar,
 }
-# The numpy dtypes of ordo's tensors, by the name save writes (dtype.str).
-_TENSOR_DTYPES = {np.dtype(t).str: np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)}
+# The numpy dtypes of ordo's tensors, by the name save writes (dtype.str);
+# bfloat16, which numpy lacks, is saved as its bits under its own name.
+_TENSOR_DTYPES = {np.dtype(t).str: np.dtype(t)
+                  for t in (np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_)}
+_BFLOAT16 = "bfloat16"
+_TENSOR_DTYPES[_BFLOAT16] = np.dtype(np.uint16)
 
 
 class CheckpointError(ValueError):
@@ -66,7 +70,10 @@ def _tensor_data(dtype, shape, data, device=-1):
     if type(data) is not bytes or math.prod(shape) * _TENSOR_DTYPES[dtype].itemsize != len(data):
         raise pickle.UnpicklingError(f"a tensor of shape {shape!r:.60} and dtype {dtype} does not hold "
                                      f"{len(data) if type(data) is bytes else type(data).__name__} bytes")
-    return _C.from_numpy(np.frombuffer(data, dtype=_TENSOR_DTYPES[dtype]).reshape(shape).copy(), device)
+    array = np.frombuffer(data, dtype=_TENSOR_DTYPES[dtype]).reshape(shape).copy()
+    if dtype == _BFLOAT16:
+        return _C._from_raw_bits(array, _C.bfloat16, device)
+    return _C.from_numpy(array, device)
 
 
 # What a checkpoint may hold besides tensors: what pickle writes as itself,
@@ -79,6 +86,8 @@ _SAVABLE = (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, typ
 class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, _C.Tensor):
+            if obj.dtype == _C.bfloat16:
+                return _tensor_data, (_BFLOAT16, tuple(obj.shape), np.ascontiguousarray(obj._raw_bits()).tobytes())
             array = np.ascontiguousarray(obj.numpy())
             return _tensor_data, (array.dtype.str, tuple(array.shape), array.tobytes())
         # What save cannot write so that load reads it is refused: a class or

@@ -9,13 +9,13 @@ import numpy as np
 
 from . import _C
 from ._random import next_seed
-from ._tensor import Tensor, _axes
+from ._tensor import Tensor, _axes, _dtype
 
 erf = _C.erf
 
 
 def _cast_to(input, dtype):
-    return input if dtype is None else _C.cast(input, np.dtype(dtype))
+    return input if dtype is None else _C.cast(input, _dtype(dtype))
 
 
 def _dim(what, dim):
@@ -99,7 +99,7 @@ def dropout(input, p=0.5, training=True):
 def rand_like(input, dtype=None):
     """Uniform in [0, 1) with input's shape (and dtype, unless given) on its
     device, from the next seed of that device's generator."""
-    dtype = input.dtype if dtype is None else np.dtype(dtype)
+    dtype = input.dtype if dtype is None else _dtype(dtype)
     return _C.random_uniform(list(input.shape), next_seed(input._device), 0.0, 1.0, dtype)
 
 

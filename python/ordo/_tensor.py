@@ -9,13 +9,19 @@ from ._devices import Device, _ordinal
 
 Tensor = _C.Tensor
 
-_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.bool_)
+_DTYPES = (np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_)
+bfloat16 = _C.bfloat16  # numpy has none: a tensor of it reads back as float32
+
+
+def _dtype(dtype):
+    """A dtype argument as _C takes it: ordo.bfloat16, else a numpy dtype."""
+    return bfloat16 if dtype == bfloat16 else np.dtype(dtype)
 
 
 def _ordo_dtype(dtype):
-    dtype = np.dtype(dtype)
-    if dtype.type not in _DTYPES:
-        raise TypeError(f"ordo has no dtype {dtype}; use float32, float64, int32, int64 or bool")
+    dtype = _dtype(dtype)
+    if dtype != bfloat16 and dtype.type not in _DTYPES:
+        raise TypeError(f"ordo has no dtype {dtype}; use bfloat16, float16, float32, float64, int32, int64 or bool")
     return dtype
 
 
@@ -81,19 +87,23 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     array keeps its dtype, in native byte order whatever its own, and
     numpy's integer types that ordo lacks are converted exactly: int8,
     int16, uint8 and uint16 to int32, uint32 to int64, uint64 to int64 when
-    every value fits (else OverflowError). float16, complex, string and
-    object arrays raise TypeError. With dtype, Python numbers convert as in
+    every value fits (else OverflowError). Complex, string and object
+    arrays raise TypeError. With dtype, Python numbers convert as in
     numpy 2 (an int out of the dtype's range raises OverflowError, a NaN into
-    an integer dtype ValueError) and arrays as numpy's astype."""
+    an integer dtype ValueError) and arrays as numpy's astype. bfloat16,
+    which numpy lacks, is made from float32 values rounded as torch does."""
     if dtype is not None:
         dtype = _ordo_dtype(dtype)
-    if isinstance(data, Tensor):
-        data = data.numpy()
-    if isinstance(data, np.ndarray):
-        array = data if dtype is None else data.astype(dtype, copy=False)
+    if dtype == bfloat16:
+        result = _C.cast(tensor(data, np.float32, device), bfloat16)
     else:
-        array = _python_data(data, dtype)
-    result = _C.from_numpy(array, _ordinal(device))
+        if isinstance(data, Tensor):
+            data = data.numpy()
+        if isinstance(data, np.ndarray):
+            array = data if dtype is None else data.astype(dtype, copy=False)
+        else:
+            array = _python_data(data, dtype)
+        result = _C.from_numpy(array, _ordinal(device))
     if requires_grad:
         result.requires_grad_()
     return result
@@ -106,7 +116,7 @@ def _shape(shape):
 
 
 def full(shape, value, dtype=np.float32, device=None):
-    return _C.full(_shape(shape), value, np.dtype(dtype), _ordinal(device))
+    return _C.full(_shape(shape), value, _dtype(dtype), _ordinal(device))
 
 
 def zeros(shape, dtype=np.float32, device=None):
@@ -126,17 +136,17 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     if dtype is None:
         integral = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
         dtype = np.int64 if integral else np.float32
-    return _C.arange(start, stop, step, np.dtype(dtype), _ordinal(device))
+    return _C.arange(start, stop, step, _dtype(dtype), _ordinal(device))
 
 
 def rand(shape, seed=0, dtype=np.float32, device=None):
     """Uniform in [0, 1); the same seed gives the same numbers on every run."""
-    return _C.rand_uniform(_shape(shape), seed, 0.0, 1.0, np.dtype(dtype), _ordinal(device))
+    return _C.rand_uniform(_shape(shape), seed, 0.0, 1.0, _dtype(dtype), _ordinal(device))
 
 
 def randn(shape, seed=0, dtype=np.float32, device=None):
     """Standard normal; the same seed gives the same numbers on every run."""
-    return _C.rand_normal(_shape(shape), seed, 0.0, 1.0, np.dtype(dtype), _ordinal(device))
+    return _C.rand_normal(_shape(shape), seed, 0.0, 1.0, _dtype(dtype), _ordinal(device))
 
 
 def _axes(dim):
@@ -226,7 +236,8 @@ def _install_methods():
         "transpose": lambda self, dim0, dim1: _C.transpose(self, dim0, dim1),
         "permute": lambda self, *dims: _C.permute(self, _varargs_shape(dims)),
         "broadcast_to": lambda self, shape: _C.broadcast_to(self, _shape(shape)),
-        "astype": lambda self, dtype: _C.cast(self, np.dtype(dtype)),
+        "astype": lambda self, dtype: _C.cast(self, _dtype(dtype)),
+        "to": lambda self, dtype: _C.cast(self, _dtype(dtype)),
         "index_select": _index_select,
         "gather": _gather,
         "scatter_add": lambda self, dim, index, src: _C.scatter_add(self, dim, index, src),

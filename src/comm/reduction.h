@@ -12,6 +12,7 @@
 // type into loops that vectorize.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <type_traits>
 
 #include "core/arithmetic.h"
+#include "core/half_float.h"
 #include "ordo/collectives.h"
 
 namespace ordo::comm {
@@ -114,25 +116,68 @@ template <typename T>
   }
 }
 
+template <typename T>
+[[gnu::always_inline]] inline void fold_as(ReduceType reduce, T* dst, const T* a, const T* b, int64_t n) {
+  switch (reduce) {
+    case ReduceType::kSum: return fold(dst, a, b, n, Sum{});
+    case ReduceType::kMul: return fold(dst, a, b, n, Mul{});
+    case ReduceType::kMin: return fold(dst, a, b, n, Min{});
+    case ReduceType::kMax: return fold(dst, a, b, n, Max{});
+    case ReduceType::kAnd: return fold(dst, a, b, n, And{});
+    case ReduceType::kOr: return fold(dst, a, b, n, Or{});
+  }
+}
+
+// The 16-bit floats reduce in float32: each chunk is widened, folded in
+// rank order and scaled as float32 is, then rounded once. So a result does
+// not depend on how many ranks a process holds or who reduces (each chunk
+// of an element's ranks is the same float32 sum).
+template <typename T, typename Source>
+[[gnu::always_inline]] inline void reduce_half_ranks(T* dst, size_t ranks, const Source& source, int64_t n,
+                                                     ReduceType reduce, double scale) {
+  constexpr int64_t kChunk = 512;
+  float sum[kChunk];
+  float next[kChunk];
+  constexpr DType kHalf = dtype_of<T>();
+  for (int64_t lo = 0; lo < n; lo += kChunk) {
+    const int64_t m = std::min(kChunk, n - lo);
+    widen_rows(kHalf, sum, source(0) + lo, m);
+    for (size_t q = 1; q < ranks; ++q) {
+      widen_rows(kHalf, next, source(q) + lo, m);
+      fold_as<float>(reduce, sum, sum, next, m);
+    }
+    apply_scale(sum, m, scale);
+    narrow_rows(kHalf, dst + lo, sum, m);
+  }
+}
+
 // dst = scale * (source(0) op source(1) op ...), n elements, where
 // source(q) is rank q's first element (const T*).
 template <typename T, typename Source>
 [[gnu::always_inline]] inline void reduce_ranks(T* dst, size_t ranks, const Source& source, int64_t n,
                                                 ReduceType reduce, double scale) {
   if (n == 0) return;
-  if (ranks == 1) {
+  if (ranks == 1 && scale == 1.0) {
     std::memcpy(dst, source(0), static_cast<size_t>(n) * sizeof(T));
-  } else {
-    switch (reduce) {
-      case ReduceType::kSum: fold_ranks(dst, ranks, source, n, Sum{}); break;
-      case ReduceType::kMul: fold_ranks(dst, ranks, source, n, Mul{}); break;
-      case ReduceType::kMin: fold_ranks(dst, ranks, source, n, Min{}); break;
-      case ReduceType::kMax: fold_ranks(dst, ranks, source, n, Max{}); break;
-      case ReduceType::kAnd: fold_ranks(dst, ranks, source, n, And{}); break;
-      case ReduceType::kOr: fold_ranks(dst, ranks, source, n, Or{}); break;
-    }
+    return;
   }
-  apply_scale(dst, n, scale);
+  if constexpr (kIsHalfFloat<T>) {
+    reduce_half_ranks(dst, ranks, source, n, reduce, scale);
+  } else {
+    if (ranks == 1) {
+      std::memcpy(dst, source(0), static_cast<size_t>(n) * sizeof(T));
+    } else {
+      switch (reduce) {
+        case ReduceType::kSum: fold_ranks(dst, ranks, source, n, Sum{}); break;
+        case ReduceType::kMul: fold_ranks(dst, ranks, source, n, Mul{}); break;
+        case ReduceType::kMin: fold_ranks(dst, ranks, source, n, Min{}); break;
+        case ReduceType::kMax: fold_ranks(dst, ranks, source, n, Max{}); break;
+        case ReduceType::kAnd: fold_ranks(dst, ranks, source, n, And{}); break;
+        case ReduceType::kOr: fold_ranks(dst, ranks, source, n, Or{}); break;
+      }
+    }
+    apply_scale(dst, n, scale);
+  }
 }
 
 }  // namespace ordo::comm

@@ -31,11 +31,36 @@ std::string_view dtype_name(DType dtype) {
   return "unknown";
 }
 
-bool is_floating(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
+bool is_floating(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || is_half_float(dtype);
+}
 bool is_integral(DType dtype) { return dtype == DType::kInt32 || dtype == DType::kInt64; }
+bool is_half_float(DType dtype) { return dtype == DType::kBFloat16 || dtype == DType::kFloat16; }
 
-// The enum is declared in promotion order, so the wider type is the larger.
-DType promote_types(DType a, DType b) { return a < b ? b : a; }
+namespace {
+
+// A dtype's place in promotion: category first, then width. The two 16-bit
+// floats share a place (promote_types settles that pair).
+int promotion_rank(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return 0;
+    case DType::kInt32: return 1;
+    case DType::kInt64: return 2;
+    case DType::kBFloat16:
+    case DType::kFloat16: return 3;
+    case DType::kFloat32: return 4;
+    case DType::kFloat64: return 5;
+  }
+  throw InternalError("promote_types: unknown dtype");
+}
+
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (is_half_float(a) && is_half_float(b)) return DType::kFloat32;
+  return promotion_rank(a) < promotion_rank(b) ? b : a;
+}
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;

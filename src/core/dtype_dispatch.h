@@ -35,4 +35,14 @@
       __VA_ARGS__;                                   \
       break;                                         \
     }                                                \
+    case ::ordo::DType::kBFloat16: {                 \
+      using T = ::ordo::BFloat16;                    \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    case ::ordo::DType::kFloat16: {                  \
+      using T = ::ordo::Float16;                     \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "core/half_float.h"
 #include "kernels/kernels_internal.h"
 
 namespace ordo::kernels {
@@ -23,7 +24,9 @@ T from_int(int64_t value) {
 // double and round once, so rounding error does not build up along the range.
 template <typename T>
 T arange_element(const ir::Attrs& attrs, int64_t i) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsHalfFloat<T>) {
+    return float_to_half<T>(arange_element<float>(attrs, i));
+  } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(attrs.reals[0] + static_cast<double>(i) * attrs.reals[1]);
   } else {
     const int64_t offset = wrapping(i, attrs.ints[1], std::multiplies<>{});
@@ -36,9 +39,11 @@ T arange_element(const ir::Attrs& attrs, int64_t i) {
 template <>
 void run<ir::OpKind::kFull>(const KernelArgs& args) {
   const device::Buffer& out = make_output(args);
-  visit_dtype(AllTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
+  visit_dtype(StoredTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
     T value;
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (kIsHalfFloat<T>) {
+      value = float_to_half<T>(static_cast<float>(args.attrs.reals[0]));  // through float32, as torch
+    } else if constexpr (std::is_floating_point_v<T>) {
       value = static_cast<T>(args.attrs.reals[0]);
     } else if constexpr (std::is_same_v<T, bool>) {
       // Like a cast of the fill value: full(0.5) is true. reals[0] is
@@ -55,7 +60,7 @@ void run<ir::OpKind::kFull>(const KernelArgs& args) {
 template <>
 void run<ir::OpKind::kArange>(const KernelArgs& args) {
   const device::Buffer& out = make_output(args);
-  visit_dtype(AllTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
+  visit_dtype(StoredTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
     T* dst = out.mutable_data<T>();
     for (int64_t i = 0; i < out.numel; ++i) dst[i] = arange_element<T>(args.attrs, i);
   });

@@ -4,6 +4,7 @@
 // every operand matches the output or is a single element, else a
 // broadcasting walk row by row. Fused groups of elementwise ops
 // (kernels/fused.h) call the same row functions over tiles.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/half_float.h"
 #include "core/simd.h"
 #include "kernels/elementwise_rows.h"
 #include "kernels/kernels_internal.h"
@@ -251,8 +253,53 @@ RowFn compare_row(DType operand) {
   return fn;
 }
 
+// A cast from or to a 16-bit float goes through float32, as torch's do, a
+// chunk at a time through a buffer on the stack; from or to float32 itself
+// it is one bulk conversion.
+template <typename To, typename From>
+void half_cast_row(void* dst, int64_t n, const RowOperand* src) {
+  constexpr int64_t kChunk = 256;
+  float wide[kChunk];
+  const auto* from = static_cast<const From*>(src[0].data);
+  const int64_t stride = src[0].stride;
+  auto* to = static_cast<To*>(dst);
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t m = std::min(kChunk, n - begin);
+    const float* floats = wide;
+    if constexpr (std::is_same_v<From, float>) {
+      if (stride == 1) floats = from + begin;
+    }
+    if constexpr (kIsHalfFloat<From>) {
+      if (stride == 1) {
+        if constexpr (std::is_same_v<To, float>) {
+          widen_rows(dtype_of<From>(), to + begin, from + begin, m);  // straight into the output
+          continue;
+        }
+        widen_rows(dtype_of<From>(), wide, from + begin, m);
+      } else {
+        for (int64_t i = 0; i < m; ++i) wide[i] = half_to_float(from[(begin + i) * stride]);
+      }
+    } else if (floats == wide) {
+      for (int64_t i = 0; i < m; ++i) wide[i] = convert<float>(from[(begin + i) * stride]);
+    }
+    if constexpr (kIsHalfFloat<To>) {
+      narrow_rows(dtype_of<To>(), to + begin, floats, m);
+    } else {
+      for (int64_t i = 0; i < m; ++i) to[begin + i] = convert<To>(floats[i]);
+    }
+  }
+}
+
 RowFn cast_row(DType from, DType to) {
   RowFn fn = nullptr;
+  if (is_half_float(from) || is_half_float(to)) {
+    visit_dtype(StoredTypes{}, from, [&]<typename From>(TypeTag<From>) {
+      visit_dtype(StoredTypes{}, to, [&]<typename To>(TypeTag<To>) {
+        if constexpr (kIsHalfFloat<From> || kIsHalfFloat<To>) fn = &half_cast_row<To, From>;
+      });
+    });
+    return fn;
+  }
   visit_dtype(AllTypes{}, from, [&]<typename From>(TypeTag<From>) {
     visit_dtype(AllTypes{}, to, [&]<typename To>(TypeTag<To>) { fn = &row<Convert<To>, To, From>; });
   });

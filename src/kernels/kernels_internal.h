@@ -34,6 +34,10 @@ using AllTypes = TypeList<bool, int32_t, int64_t, float, double>;
 using NumericTypes = TypeList<int32_t, int64_t, float, double>;
 using IntegerTypes = TypeList<int32_t, int64_t>;
 using FloatingTypes = TypeList<float, double>;
+// Every dtype, the 16-bit floats as their bits: for ops that only move
+// elements. Arithmetic never sees the 16-bit floats (lazy::trace widens
+// them to float32).
+using StoredTypes = TypeList<bool, int32_t, int64_t, float, double, BFloat16, Float16>;
 
 template <typename T>
 using TypeTag = std::type_identity<T>;

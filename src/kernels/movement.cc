@@ -17,7 +17,7 @@ namespace {
 // src[offset + i0 * strides[0] + i1 * strides[1] + ...].
 void copy_strided(const device::Buffer& src, const device::Buffer& dst, Strides strides,
                   int64_t offset) {
-  visit_dtype(AllTypes{}, dst.dtype, [&]<typename T>(TypeTag<T>) {
+  visit_dtype(StoredTypes{}, dst.dtype, [&]<typename T>(TypeTag<T>) {
     const StridedWalk<2> walk{dst.shape, {contiguous_strides(dst.shape), std::move(strides)}};
     for_each_row(walk, [&](const auto& at, int64_t n, const auto& stride) {
       const T* from = src.data<T>() + offset + at[1];
@@ -151,7 +151,7 @@ void run<OpKind::kPermute>(const KernelArgs& args) {
   const device::Buffer& out = make_output(args);
   if (out.numel == 0) return;
   bool tiled = false;
-  visit_dtype(AllTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) { tiled = copy_in_tiles<T>(in, out, strides); });
+  visit_dtype(StoredTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) { tiled = copy_in_tiles<T>(in, out, strides); });
   if (!tiled) copy_strided(in, out, std::move(strides), 0);
 }
 
@@ -227,7 +227,7 @@ void run<OpKind::kGather>(const KernelArgs& args) {
   const int64_t axis_stride = x_strides[static_cast<size_t>(axis)];
   x_strides[static_cast<size_t>(axis)] = 0;
   const StridedWalk<2> walk{index.shape, {contiguous_strides(index.shape), std::move(x_strides)}};
-  visit_dtype(AllTypes{}, x.dtype, [&]<typename T>(TypeTag<T>) {
+  visit_dtype(StoredTypes{}, x.dtype, [&]<typename T>(TypeTag<T>) {
     visit_dtype(IntegerTypes{}, index.dtype, [&]<typename I>(TypeTag<I>) {
       for_each_row(walk, [&](const auto& at, int64_t n, const auto& stride) {
         const I* idx = index.data<I>() + at[0];

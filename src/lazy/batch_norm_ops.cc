@@ -15,7 +15,7 @@ namespace {
 void check_input(const Tensor& x) {
   ORDO_ARG_CHECK(x.defined(), "batch_norm: the input tensor is undefined");
   ORDO_ARG_CHECK(x.dim() >= 2, "batch_norm: the input must be (N, C, ...), got shape ", shape_to_string(x.shape()));
-  ORDO_DTYPE_CHECK(is_floating(x.dtype()), "batch_norm: needs a float32 or float64 tensor, got ",
+  ORDO_DTYPE_CHECK(is_floating(x.dtype()), "batch_norm: needs a float tensor, got ",
                    dtype_name(x.dtype()));
   ORDO_ARG_CHECK(x.shape()[1] > 0, "batch_norm: the input has no channels, shape ", shape_to_string(x.shape()));
 }

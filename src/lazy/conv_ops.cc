@@ -55,7 +55,7 @@ ir::ConvAttrs geometry(std::string_view what, const ConvOptions& options, const 
 void check_operands(std::string_view what, const Tensor& x, const Tensor& w, const Tensor& bias, size_t spatial) {
   const auto rank = static_cast<int64_t>(spatial);
   ORDO_ARG_CHECK(x.defined() && w.defined(), what, ": the input and the weight must be defined");
-  ORDO_DTYPE_CHECK(is_floating(x.dtype()), what, ": needs float32 or float64 tensors, got ", dtype_name(x.dtype()));
+  ORDO_DTYPE_CHECK(is_floating(x.dtype()), what, ": needs float tensors, got ", dtype_name(x.dtype()));
   ORDO_DTYPE_CHECK(w.dtype() == x.dtype(), what, ": the weight's dtype ", dtype_name(w.dtype()),
                    " differs from the input's ", dtype_name(x.dtype()));
   ORDO_ARG_CHECK(x.dim() == rank + 2 || x.dim() == rank + 1, what, ": expected a ", rank + 2, "-d (batched) or ", rank + 1,

@@ -9,6 +9,7 @@
 
 #include "core/source_location.h"
 #include "core/counter_random.h"
+#include "core/half_float.h"
 #include "device/buffer.h"
 #include "core/metrics.h"
 #include "lazy/trace.h"
@@ -72,13 +73,17 @@ int64_t range_length(Scalar start, Scalar stop, Scalar step) {
 template <typename Sample>
 Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device, Sample sample) {
   checked_shape_size(what, shape, dtype);
-  ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be float32 or float64, got ",
-                   dtype_name(dtype));
+  ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be a float dtype, got ", dtype_name(dtype));
   const int ordinal = runtime::resolve_device(device);
   auto buffer = allocate_on(what, ordinal, dtype, shape);
   for (int64_t i = 0; i < buffer->numel; ++i) {
     const auto counter = static_cast<uint64_t>(i);
-    if (dtype == DType::kFloat32) {
+    if (dtype == DType::kBFloat16) {
+      // A float32 draw rounded, as torch draws its 16-bit floats.
+      buffer->mutable_data<BFloat16>()[i] = float_to_half<BFloat16>(sample(counter, std::type_identity<float>{}));
+    } else if (dtype == DType::kFloat16) {
+      buffer->mutable_data<Float16>()[i] = float_to_half<Float16>(sample(counter, std::type_identity<float>{}));
+    } else if (dtype == DType::kFloat32) {
       buffer->mutable_data<float>()[i] = sample(counter, std::type_identity<float>{});
     } else {
       buffer->mutable_data<double>()[i] = sample(counter, std::type_identity<double>{});

@@ -85,7 +85,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
 
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim, Caller caller) {
   const ScopedUserLocation here(caller);
-  ORDO_DTYPE_CHECK(is_floating(defined("var", x).dtype()), "var: needs a float32 or float64 tensor, got ",
+  ORDO_DTYPE_CHECK(is_floating(defined("var", x).dtype()), "var: needs a float tensor, got ",
                    dtype_name(x.dtype()));
   return reduce_along("var", x, dims, [&](const Tensor& v, const std::vector<int64_t>& axes) {
     const Tensor centered = v - mean(v, axes, true);

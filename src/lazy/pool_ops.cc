@@ -16,7 +16,7 @@ Tensor as_batch(std::string_view what, const Tensor& x) {
   ORDO_ARG_CHECK(x.defined(), what, ": the input tensor is undefined");
   ORDO_ARG_CHECK(x.dim() == 3 || x.dim() == 4, what, ": the input must be (N, C, H, W) or (C, H, W), got shape ",
                  shape_to_string(x.shape()));
-  ORDO_DTYPE_CHECK(is_floating(x.dtype()), what, ": needs a float32 or float64 tensor, got ", dtype_name(x.dtype()));
+  ORDO_DTYPE_CHECK(is_floating(x.dtype()), what, ": needs a float tensor, got ", dtype_name(x.dtype()));
   for (int64_t d = x.dim() - 2; d < x.dim(); ++d) {
     ORDO_ARG_CHECK(x.shape()[d] > 0, what, ": the input's spatial sizes must be positive, got shape ",
                    shape_to_string(x.shape()));

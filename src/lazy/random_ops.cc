@@ -21,7 +21,7 @@ void check_seed(std::string_view what, const Tensor& seed) {
 Tensor random_uniform(const Shape& shape, const Tensor& seed, double low, double high, DType dtype, Caller caller) {
   const ScopedUserLocation here(caller);
   check_seed("random_uniform", seed);
-  ORDO_DTYPE_CHECK(is_floating(dtype), "random_uniform: dtype must be float32 or float64, got ", dtype_name(dtype));
+  ORDO_DTYPE_CHECK(is_floating(dtype), "random_uniform: dtype must be a float dtype, got ", dtype_name(dtype));
   ORDO_ARG_CHECK(low <= high, "random_uniform: low ", low, " is above high ", high);
   const Tensor* in[] = {&seed};
   lazy::common_device("random_uniform", in);
@@ -33,7 +33,7 @@ Tensor random_uniform(const Shape& shape, const Tensor& seed, double low, double
 Tensor dropout(const Tensor& x, double p, const Tensor& seed, Caller caller) {
   const ScopedUserLocation here(caller);
   ORDO_ARG_CHECK(x.defined(), "dropout: the input tensor is undefined");
-  ORDO_DTYPE_CHECK(is_floating(x.dtype()), "dropout: needs a float32 or float64 tensor, got ", dtype_name(x.dtype()));
+  ORDO_DTYPE_CHECK(is_floating(x.dtype()), "dropout: needs a float tensor, got ", dtype_name(x.dtype()));
   ORDO_ARG_CHECK(p >= 0 && p <= 1, "dropout: p must be in [0, 1], got ", p);
   check_seed("dropout", seed);
   const Tensor* in[] = {&x, &seed};

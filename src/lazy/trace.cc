@@ -55,6 +55,80 @@ void record_gradient(ir::OpKind op, const ir::Attrs& attrs, std::span<const Tens
   }
 }
 
+// Ops that compute on their elements: their 16-bit float operands and
+// results are float32 inside (trace_in_float32). Cast converts itself, and
+// the other movement ops and collectives take the bits as they are
+// (collectives sum in float32 themselves: comm/reduction.h).
+bool computes_in_float32(ir::OpKind op) {
+  switch (ir::op_group(op)) {
+    case ir::OpGroup::kUnary:
+      return op != ir::OpKind::kCast;
+    case ir::OpGroup::kBinary:
+    case ir::OpGroup::kTernary:
+    case ir::OpGroup::kReduce:
+    case ir::OpGroup::kLinalg:
+    case ir::OpGroup::kRandom:
+    case ir::OpGroup::kNn:
+      return true;
+    case ir::OpGroup::kMovement:
+      return op == ir::OpKind::kScatterAdd || op == ir::OpKind::kOneHot;
+    case ir::OpGroup::kLeaf:
+    case ir::OpGroup::kCollective:
+      return false;
+  }
+  return false;
+}
+
+bool has_half_float(std::span<const Tensor* const> inputs, const ir::ValueTypes& outputs) {
+  return std::any_of(inputs.begin(), inputs.end(), [](const Tensor* in) { return is_half_float(in->dtype()); }) ||
+         std::any_of(outputs.begin(), outputs.end(),
+                     [](const ir::ValueType& type) { return !type.is_token && is_half_float(type.dtype); });
+}
+
+// The casts that trace_in_float32 makes carry attrs.flag: a widening one
+// of a rounding one reads the rounding's float32 operand instead (when the
+// rounded value is still pending), so a chain of ops on 16-bit floats is
+// rounded once, where its value leaves the chain. Casts the user asks for
+// carry no flag and always round.
+bool is_rounding_of_float32(const ir::Value& value) {
+  const ir::Node& node = *value.node;
+  return node.op() == ir::OpKind::kCast && node.attrs().flag && node.operands()[0].type().dtype == DType::kFloat32;
+}
+
+ir::Attrs float32_cast_attrs() {
+  ir::Attrs attrs;
+  attrs.flag = true;
+  return attrs;
+}
+
+Tensor widen_to_float32(const Tensor& x) {
+  if (!is_half_float(x.dtype())) return x;
+  return trace1(ir::OpKind::kCast, {&x}, {DType::kFloat32, x.shape()}, float32_cast_attrs());
+}
+
+// op over 16-bit floats, computed in float32: operands widened, results
+// rounded back to their dtype (bitwise as torch's conversions).
+Tensors trace_in_float32(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
+                         ir::Attrs attrs, bool chain_token) {
+  Tensors widened;
+  widened.reserve(inputs.size());
+  for (const Tensor* input : inputs) widened.push_back(widen_to_float32(*input));
+  std::vector<const Tensor*> operands;
+  for (const Tensor& input : widened) operands.push_back(&input);
+  std::vector<DType> rounded_to;
+  for (ir::ValueType& type : outputs) {
+    if (type.is_token) continue;
+    rounded_to.push_back(type.dtype);
+    if (is_half_float(type.dtype)) type.dtype = DType::kFloat32;
+  }
+  Tensors results = trace(op, operands, std::move(outputs), std::move(attrs), chain_token);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!is_half_float(rounded_to[i])) continue;
+    results[i] = trace1(ir::OpKind::kCast, {&results[i]}, {rounded_to[i], results[i].shape()}, float32_cast_attrs());
+  }
+  return results;
+}
+
 }  // namespace
 
 bool grad_mode_enabled() { return t_grad_mode; }
@@ -84,6 +158,9 @@ int common_device(std::string_view what, std::span<const Tensor* const> inputs) 
 
 Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
               ir::Attrs attrs, bool chain_token) {
+  if (computes_in_float32(op) && has_half_float(inputs, outputs)) {
+    return trace_in_float32(op, inputs, std::move(outputs), std::move(attrs), chain_token);
+  }
   for (const ir::ValueType& type : outputs) check_output(op, type);
   const bool with_gradient = records_gradient(inputs, outputs);
   std::optional<ir::Attrs> recorded_attrs;
@@ -104,6 +181,17 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
     // than failing the whole graph that would use it.
     if (impl.data && impl.data->is_dropped()) impl.data->wait();
     operands.push_back(value_of(impl));
+  }
+  if (op == ir::OpKind::kCast && attrs.flag && !inputs.front()->impl()->data &&
+      is_rounding_of_float32(operands.front())) {
+    // Widening a pending value that a float32 chain rounded: the result is
+    // the float32 it rounded (no node), with this cast's gradient record.
+    auto impl = make_tensor_impl(DType::kFloat32, outputs.front().shape, device, table.generation());
+    impl->value = operands.front().node->operands()[0];
+    graph.register_pending(*impl);
+    results.emplace_back(std::move(impl));
+    if (with_gradient) record_gradient(op, *recorded_attrs, inputs, results);
+    return results;
   }
   if (chain_token) {
     if (!graph.cc_token.node) {

@@ -26,6 +26,7 @@ DType array_dtype(const py::dtype& dtype) {
     case 'u':
       return size <= 2 ? DType::kInt32 : DType::kInt64;
     case 'f':
+      if (size == 2) return DType::kFloat16;
       if (size == 4) return DType::kFloat32;
       if (size == 8) return DType::kFloat64;
       break;
@@ -33,8 +34,9 @@ DType array_dtype(const py::dtype& dtype) {
       break;
   }
   throw DTypeError(str_cat("ordo has no dtype for numpy ", py::str(py::handle(dtype)).cast<std::string>(),
-                           ": its dtypes are float32, float64, int32, int64 and bool (arrays of numpy's other "
-                           "integer types are converted to int32 or int64)"));
+                           ": its dtypes are float16, float32, float64, int32, int64 and bool (and bfloat16, "
+                           "which numpy lacks; arrays of numpy's other integer types are converted to int32 "
+                           "or int64)"));
 }
 
 bool native_byte_order(const py::dtype& dtype) {
@@ -170,13 +172,42 @@ Tensor number_tensor(std::string_view what, const Number& n, const Tensor* like,
                            "; expected an ordo.Tensor, a numpy array or a real number"));
 }
 
+// numpy has no bfloat16: ordo.bfloat16 is this class's one instance.
+struct BFloat16DType {};
+
 }  // namespace
+
+void bind_dtypes(py::module_& m) {
+  py::class_<BFloat16DType>(m, "BFloat16DType", "ordo.bfloat16: numpy has no bfloat16 dtype.")
+      .def_property_readonly("name", [](const BFloat16DType&) { return "bfloat16"; })
+      .def_property_readonly("itemsize", [](const BFloat16DType&) { return 2; })
+      .def_property_readonly("kind", [](const BFloat16DType&) { return "f"; })
+      .def("__repr__", [](const BFloat16DType&) { return "ordo.bfloat16"; })
+      .def("__str__", [](const BFloat16DType&) { return "bfloat16"; })
+      .def("__eq__", [](const BFloat16DType&, py::handle other) {
+        return py::isinstance<BFloat16DType>(other) || (py::isinstance<py::str>(other) && other.cast<std::string>() == "bfloat16");
+      })
+      .def("__hash__", [](const BFloat16DType&) { return py::hash(py::str("bfloat16")); });
+  m.attr("bfloat16") = BFloat16DType{};
+}
+
+DType dtype_argument(py::handle dtype) {
+  if (py::isinstance<BFloat16DType>(dtype)) return DType::kBFloat16;
+  if (py::isinstance<py::str>(dtype) && dtype.cast<std::string>() == "bfloat16") return DType::kBFloat16;
+  return dtype_from_numpy(py::dtype::from_args(py::reinterpret_borrow<py::object>(dtype)));
+}
+
+py::object dtype_object(DType dtype) {
+  if (dtype == DType::kBFloat16) return py::module_::import("ordo._C").attr("bfloat16");
+  return numpy_dtype(dtype);
+}
 
 DType dtype_from_numpy(const py::dtype& dtype) {
   switch (dtype.kind()) {
     case 'b':
       return DType::kBool;
     case 'f':
+      if (dtype.itemsize() == 2) return DType::kFloat16;
       if (dtype.itemsize() == 4) return DType::kFloat32;
       if (dtype.itemsize() == 8) return DType::kFloat64;
       break;
@@ -188,7 +219,7 @@ DType dtype_from_numpy(const py::dtype& dtype) {
       break;
   }
   throw DTypeError(str_cat("numpy dtype ", py::str(py::handle(dtype)).cast<std::string>(),
-                           " has no ordo dtype (float32, float64, int32, int64, bool)"));
+                           " has no ordo dtype (float16, float32, float64, int32, int64, bool; bfloat16 is ordo.bfloat16)"));
 }
 
 py::dtype numpy_dtype(DType dtype) {
@@ -198,6 +229,9 @@ py::dtype numpy_dtype(DType dtype) {
     case DType::kInt64: return py::dtype::of<int64_t>();
     case DType::kFloat32: return py::dtype::of<float>();
     case DType::kFloat64: return py::dtype::of<double>();
+    case DType::kFloat16: return py::dtype("float16");
+    // Held as float32 on the numpy side (exact): numpy has no bfloat16.
+    case DType::kBFloat16: return py::dtype::of<float>();
   }
   throw InternalError("numpy_dtype: unknown dtype");
 }

@@ -32,8 +32,16 @@ void bind_source_lines(py::module_& m);
 void bind_trace(py::module_& m);
 
 // numpy dtype <-> ordo dtype (for dtype arguments: no conversions).
+// numpy has no bfloat16: its numpy_dtype is float32, in which .numpy()
+// gives bfloat16 values (exactly).
 DType dtype_from_numpy(const py::dtype& dtype);
 py::dtype numpy_dtype(DType dtype);
+// A dtype argument: a numpy dtype (or what numpy.dtype takes), or
+// ordo.bfloat16 (also as the string "bfloat16").
+DType dtype_argument(py::handle dtype);
+// Tensor.dtype: the numpy dtype, or ordo.bfloat16.
+py::object dtype_object(DType dtype);
+void bind_dtypes(py::module_& m);
 
 // ---- Python values as ordo values (conversions.cc); everything that takes
 // a Python number or a numpy array goes through these. ----

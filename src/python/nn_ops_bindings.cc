@@ -107,7 +107,7 @@ void bind_nn_ops(py::module_& m) {
         py::arg("x"), py::arg("approximate"));
   m.def("random_uniform", [](const Shape& shape, const Tensor& seed, double low, double high,
                              const py::object& dtype) {
-    return random_uniform(shape, seed, low, high, dtype_from_numpy(py::dtype::from_args(dtype)), kPythonCaller);
+    return random_uniform(shape, seed, low, high, dtype_argument(dtype), kPythonCaller);
   }, py::arg("shape"), py::arg("seed"), py::arg("low"), py::arg("high"), py::arg("dtype"));
   m.def("dropout", [](const Tensor& x, double p, const Tensor& seed) { return dropout(x, p, seed, kPythonCaller); },
         py::arg("x"), py::arg("p"), py::arg("seed"));

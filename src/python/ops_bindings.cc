@@ -5,7 +5,7 @@
 namespace ordo::python {
 namespace {
 
-DType to_dtype(const py::object& dtype) { return dtype_from_numpy(py::dtype::from_args(dtype)); }
+DType to_dtype(const py::object& dtype) { return dtype_argument(dtype); }
 
 // An index argument: a tensor, or a numpy array made a tensor on device.
 Tensor index_tensor(std::string_view what, py::handle index, int device) {

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/half_float.h"
 #include "python/module.h"
 #include "python/waiting.h"
 
@@ -9,14 +10,38 @@ namespace ordo::python {
 namespace {
 
 
+// numpy has no bfloat16: its values come as float32, widened exactly.
 py::array to_numpy(const Tensor& t) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   py::array out(numpy_dtype(t.dtype()), shape);
   void* data = out.mutable_data();
-  const size_t bytes = static_cast<size_t>(out.nbytes());
+  const bool widened = t.dtype() == DType::kBFloat16;
+  std::vector<uint16_t> bits(widened ? static_cast<size_t>(t.numel()) : 0);
+  const size_t bytes = widened ? bits.size() * sizeof(uint16_t) : static_cast<size_t>(out.nbytes());
   // Reading may wait for a graph to run, and for its collectives' peers.
+  wait_interruptibly(t.device(), "reading a value", [&] { t.copy_to_host(widened ? bits.data() : data, bytes); });
+  if (widened) widen_rows(DType::kBFloat16, static_cast<float*>(data), bits.data(), t.numel());
+  return out;
+}
+
+py::array raw_bits(const Tensor& t) {
+  ORDO_DTYPE_CHECK(is_half_float(t.dtype()), "_raw_bits: needs a bfloat16 or float16 tensor, got ",
+                   dtype_name(t.dtype()));
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array out(py::dtype::of<uint16_t>(), shape);
+  void* data = out.mutable_data();
+  const auto bytes = static_cast<size_t>(out.nbytes());
   wait_interruptibly(t.device(), "reading a value", [&] { t.copy_to_host(data, bytes); });
   return out;
+}
+
+Tensor from_raw_bits(const py::array& bits, const py::object& dtype, int device) {
+  const DType type = dtype_argument(dtype);
+  ORDO_DTYPE_CHECK(is_half_float(type), "_from_raw_bits: dtype must be bfloat16 or float16, got ", dtype_name(type));
+  ORDO_DTYPE_CHECK(bits.dtype().kind() == 'u' && bits.dtype().itemsize() == 2, "_from_raw_bits: bits must be a uint16 array");
+  const auto dense = py::array::ensure(bits, py::array::c_style);
+  Shape shape(dense.shape(), dense.shape() + dense.ndim());
+  return from_host(dense.data(), type, shape, device, kPythonCaller);
 }
 
 // Python's protocol: NotImplemented lets the other operand try, then raises
@@ -51,7 +76,7 @@ void bind_tensor(py::module_& m) {
   cls.def(py::init<const Tensor&>(), py::arg("data"))
       .def("_rebind", [](Tensor& self, const Tensor& other) { self = other; }, py::arg("other"));
   cls.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
-      .def_property_readonly("dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_property_readonly("_device", &Tensor::device)
       .def_property_readonly("ndim", &Tensor::dim)
       .def("numel", &Tensor::numel)
@@ -92,6 +117,11 @@ void bind_tensor(py::module_& m) {
   bind_binary<ge, ScalarRule::kComparison>(cls, "ge", "__ge__", nullptr);
   m.def("from_numpy", &tensor_from_array, py::arg("array"), py::arg("device"),
         "A copy of a numpy array on a device (see ordo.tensor for the dtypes).");
+  // The 16-bit floats' bits as they are (numpy has no bfloat16): for
+  // checkpoints and bitwise tests.
+  cls.def("_raw_bits", &raw_bits, "The bits of a bfloat16 or float16 tensor, as uint16.");
+  m.def("_from_raw_bits", &from_raw_bits, py::arg("bits"), py::arg("dtype"), py::arg("device"),
+        "A bfloat16 or float16 tensor of the given bits (a uint16 array).");
 }
 
 }  // namespace ordo::python

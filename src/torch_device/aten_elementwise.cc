@@ -31,7 +31,7 @@ Pair promoted(const at::Tensor& self, const at::Scalar& other, const char* op) {
   return {operand(self, dtype, device, op), constant(other, dtype, device), dtype};
 }
 
-DType floating(DType dtype) { return dtype == DType::kFloat64 ? dtype : DType::kFloat32; }
+DType floating(DType dtype) { return is_floating(dtype) ? dtype : DType::kFloat32; }
 
 template <BinaryOp kOp, typename Other>
 at::Tensor binary(const at::Tensor& self, const Other& other) {

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "core/half_float.h"
 #include "torch_device/bridge.h"
 #include "torch_device/dtypes.h"
 
@@ -63,6 +64,14 @@ ordo::Tensor constant(const c10::Scalar& value, DType dtype, int device) {
     }
     case DType::kInt64: {
       const int64_t v = scalar.to_int();
+      return ordo::from_host(&v, dtype, {}, device);
+    }
+    case DType::kBFloat16: {
+      const BFloat16 v = float_to_half<BFloat16>(static_cast<float>(scalar.to_double()));
+      return ordo::from_host(&v, dtype, {}, device);
+    }
+    case DType::kFloat16: {
+      const Float16 v = float_to_half<Float16>(static_cast<float>(scalar.to_double()));
       return ordo::from_host(&v, dtype, {}, device);
     }
     default:

@@ -13,11 +13,22 @@ c10::DispatchKeySet xla_keys() {
   return c10::DispatchKeySet(c10::DispatchKey::XLA);
 }
 
+// The value as the device holds it: float32 rounded to bfloat16 under
+// XLA_USE_BF16 (dtypes.h).
+ordo::Tensor held(ordo::Tensor value) {
+  const DType dtype = held_dtype(value.dtype());
+  return dtype == value.dtype() ? value : ordo::cast(value, dtype);
+}
+
+caffe2::TypeMeta shown_type_of(const ordo::Tensor& value) {
+  return c10::scalarTypeToTypeMeta(shown_scalar_type_of(value.dtype()));
+}
+
 }  // namespace
 
 XlaTensorImpl::XlaTensorImpl(ordo::Tensor value)
-    : c10::TensorImpl(xla_keys(), type_meta_of(value.dtype()), xla_device_of(value.device())),
-      value_(std::move(value)) {
+    : c10::TensorImpl(xla_keys(), shown_type_of(value), xla_device_of(value.device())),
+      value_(held(std::move(value))) {
   // No storage to hand out: data_ptr() and storage() raise instead of
   // giving PyTorch a pointer it would write through.
   set_storage_access_should_throw();
@@ -30,8 +41,8 @@ XlaTensorImpl::XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as)
 }
 
 void XlaTensorImpl::set_value(ordo::Tensor value) {
-  value_ = std::move(value);
-  data_type_ = type_meta_of(value_.dtype());
+  data_type_ = shown_type_of(value);
+  value_ = held(std::move(value));
   refresh_metadata();
 }
 

@@ -37,6 +37,9 @@ std::vector<float> input_of(int ordinal) {
   return values;
 }
 
+// A 16-bit float result as float32 (exact), to hash as the others.
+ordo::Tensor widened(const ordo::Tensor& x) { return ordo::cast(x, ordo::DType::kFloat32); }
+
 std::string run(int ordinal) {
   const ordo::ReplicaGroups odd_first = {{5, 1, 7, 3}, {2, 6, 0, 4}};
   const ordo::ReplicaGroups pairs = {{6, 1}, {0, 7}, {3, 4}, {2, 5}};
@@ -53,6 +56,12 @@ std::string run(int ordinal) {
       {"all_gather", ordo::all_gather(x * 0.5)},
       {"all_gather in groups", ordo::all_gather(x, 0, odd_first)},
       {"all_gather of a sum", ordo::all_gather(ordo::all_reduce(ordo::ReduceType::kSum, x, 1.0, pairs))},
+      // The 16-bit floats fold in float32 in rank order, then round once.
+      {"all_reduce sum bfloat16",
+       widened(ordo::all_reduce(ordo::ReduceType::kSum, ordo::cast(x, ordo::DType::kBFloat16)))},
+      {"reduce_scatter float16 groups",
+       widened(ordo::reduce_scatter(ordo::ReduceType::kSum, ordo::cast(x * 1e-4, ordo::DType::kFloat16), 0.25, 0,
+                                    4, odd_first))},
   };
   ordo::mark_step();
   std::string lines;

@@ -130,7 +130,7 @@ ReplicaGroups outer_pairs(int world_size) {
 TEST(MpiMatchesInProcess, AllReduce) {
   const int w = world().topology().world_size();
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{70000}, int64_t{3 << 20}}) {
-    for (DType dtype : {DType::kFloat32, DType::kInt32, DType::kFloat64}) {
+    for (DType dtype : {DType::kFloat32, DType::kInt32, DType::kFloat64, DType::kBFloat16}) {
       for (ReduceType reduce : {ReduceType::kSum, ReduceType::kMax}) {
         const Case c{ir::OpKind::kAllReduce, dtype, {n}, {n}, 2};
         ir::CollectiveAttrs attrs;
@@ -159,6 +159,8 @@ TEST(MpiMatchesInProcess, AllGatherReduceScatterAllToAll) {
     attrs.dim = 0;
     expect_same({ir::OpKind::kReduceScatter, DType::kInt32, {n * w, 2}, {n, 2}},
                 [&](int) { return with_groups(attrs, reversed_world(w)); }, "reduce_scatter dim 0 reversed");
+    expect_same({ir::OpKind::kReduceScatter, DType::kFloat16, {n * w, 2}, {n, 2}},
+                [&](int) { return with_groups(attrs, reversed_world(w)); }, "reduce_scatter of float16 reversed");
     attrs.dim = 1;
     attrs.concat_dim = 0;
     expect_same({ir::OpKind::kAllToAll, DType::kFloat32, {2, n * w}, {2 * w, n}}, [&](int) { return attrs; },

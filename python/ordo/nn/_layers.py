@@ -8,13 +8,13 @@ import numpy as np
 from .. import _C
 from .._devices import _ordinal
 from .._random import next_init_seed
-from .._tensor import tensor
+from .._tensor import _dtype as _tensor_dtype, tensor
 from . import functional as F
 from ._module import Module, Parameter
 
 
 def _dtype(dtype):
-    return np.dtype(np.float32 if dtype is None else dtype)
+    return _tensor_dtype(np.float32 if dtype is None else dtype)
 
 
 def _uniform(shape, bound, dtype, device):

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._autograd import no_grad
+from .._tensor import _dtype
 
 
 class Parameter(_C.Tensor):
@@ -142,7 +143,7 @@ class Module:
     def to(self, dtype):
         """Every floating parameter and buffer cast to dtype, keeping the parameters' identity (optimizers made
         afterwards see them)."""
-        dtype = np.dtype(dtype)
+        dtype = _dtype(dtype)
         with no_grad():
             for module in self.modules():
                 for table in (module._parameters, module._buffers):

@@ -63,7 +63,7 @@ class Scalars:
         self._made = {}
 
     def __call__(self, key, value, like):
-        made_key = (key, np.dtype(like.dtype).str, like._device)
+        made_key = (key, str(like.dtype), like._device)
         made = self._made.get(made_key)
         if made is None:
             made = self._made[made_key] = tensor(float(value), dtype=like.dtype, device=like._device)
