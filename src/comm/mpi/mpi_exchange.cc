@@ -292,9 +292,14 @@ std::optional<device::Failure> MpiExchange::Round::read_mismatch_notes_locked(In
         other_->round = note.other_round;
       }
     }
+    const size_t before = inbox.size();
     pass_locked(inbox, note.tag, note.participants, note.round);
     if (note.other_round >= 0) pass_locked(inbox, note.other_tag, note.other_participants, note.other_round);
-    it = inbox.begin();
+    // Passing may erase anywhere: look again from the front. A note that
+    // passing left in place (one naming a later round of this device's own
+    // key, which only that round may take) is stepped over, or the loop
+    // would find it again forever with the exchange's lock held.
+    it = inbox.size() == before ? std::next(it) : inbox.begin();
   }
   return failure;
 }
