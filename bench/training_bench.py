@@ -15,6 +15,8 @@ nll_loss; 128 images of 28 x 28 per worker). The runners:
   xla    the same torch.nn model and torch.optim on PyTorch's xla device
          run by ordo (ordo.torch_xla: xmp.spawn, xm.optimizer_step,
          xm.mark_step), `workers` in-process devices;
+  xla_bf16  the xla runner with XLA_USE_BF16=1 (torch_xla's switch: the
+         device holds float32 values as bfloat16); target: 1.2x xla's;
   xla_mpi  the xla runner under mpirun, a process of one device per
          worker: torch_xla's own layout (xmp.spawn starts processes), a
          Python interpreter lock per device (information);
@@ -284,8 +286,10 @@ def run_torch(model, workers):
     return median_step_seconds(step, lambda: None)
 
 
-RUNNERS = {"ordo": run_ordo, "xla": run_xla, "xla_mpi": run_xla, "ddp": run_ddp, "torch": run_torch,
-           "products": run_products}
+RUNNERS = {"ordo": run_ordo, "xla": run_xla, "xla_mpi": run_xla, "xla_bf16": run_xla, "ddp": run_ddp,
+           "torch": run_torch, "products": run_products}
+# Runners that are another runner under an environment of their own.
+RUNNER_ENVIRONMENT = {"xla_bf16": {"XLA_USE_BF16": "1"}}
 # Runners whose workers are processes under mpirun, one device each (the
 # layout torch_xla's xmp.spawn has: a GIL per device).
 MPI_RUNNERS = {"xla_mpi"}
@@ -296,7 +300,8 @@ BLAS_THREADS = {"ddp": lambda workers: 1, "torch": lambda workers: min(workers, 
 
 def child(runner, model, workers):
     """One figure in a fresh process: thread counts are fixed when libraries load."""
-    env = dict(os.environ, ORDO_NUM_DEVICES=str(workers), PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, ORDO_NUM_DEVICES=str(workers), PYTHONPATH=str(ROOT / "python"),
+               **RUNNER_ENVIRONMENT.get(runner, {}))
     if runner in BLAS_THREADS:
         env["OPENBLAS_NUM_THREADS"] = str(BLAS_THREADS[runner](int(workers)))
     command = [sys.executable, __file__, "--child", runner, model, str(workers)]
@@ -323,7 +328,8 @@ def main():
         return
     print(f"data-parallel training step, float32, SGD(momentum); median of {args.rounds} rounds, each the median "
           f"of {WINDOWS} windows of {WINDOW_STEPS} steps; {os.cpu_count()} cores")
-    print(f"{'model':<44}{'workers':>8}{'ordo ms':>10}{'xla ms':>10}{'xla mpi ms':>12}{'ddp ms':>10}{'torch 1p ms':>13}"
+    print(f"{'model':<44}{'workers':>8}{'ordo ms':>10}{'xla ms':>10}{'xla mpi ms':>12}{'xla bf16 ms':>13}{'ddp ms':>10}"
+          f"{'torch 1p ms':>13}"
           f"{'products ms':>13}{'ddp/products':>14}{'ddp/ordo':>10}{'ddp/xla':>9}{'ordo/xla':>10}  targets")
     for model, spec in MODELS.items():
         if args.filter not in model:
@@ -339,7 +345,7 @@ def main():
             verdicts = " ".join("met" if ok else "MISSED" for ok in (
                 ratio >= TARGET, xla_ratio >= TARGET, front_end >= XLA_TARGET))
             print(f"{model + ' ' + spec.label(workers):<44}{workers:>8}{ms['ordo']:>10.3f}{ms['xla']:>10.3f}"
-                  f"{ms['xla_mpi']:>12.3f}{ms['ddp']:>10.3f}{ms['torch']:>13.3f}"
+                  f"{ms['xla_mpi']:>12.3f}{ms['xla_bf16']:>13.3f}{ms['ddp']:>10.3f}{ms['torch']:>13.3f}"
                   f"{ms['products']:>13.3f}{ms['ddp'] / ms['products']:>14.2f}"
                   f"{ratio:>10.2f}{xla_ratio:>9.2f}{front_end:>10.2f}  >= {TARGET}, {TARGET}, {XLA_TARGET}: {verdicts}",
                   flush=True)
