@@ -34,11 +34,12 @@ struct IndexLayout {
   ordo::Tensor linear;         // int64 of shape B: the row of flat each element names
 };
 
+// Integer index tensors; bool and uint8 ones are masks (torch's rule).
 bool lowered(const Indices& indices) {
   for (const c10::optional<at::Tensor>& index : indices) {
-    if (index.has_value() && index->defined() && !c10::isIntegralType(index->scalar_type(), /*includeBool=*/false)) {
-      return false;
-    }
+    if (!index.has_value() || !index->defined()) continue;
+    const at::ScalarType type = index->scalar_type();
+    if (type == at::kByte || !c10::isIntegralType(type, /*includeBool=*/false)) return false;
   }
   return true;
 }

@@ -131,6 +131,8 @@ def test_a_mask_index_and_an_assigning_index_put_fall_back_and_are_right():
     a = torch.arange(12.0).reshape(3, 4)
     x = a.to(d)
     torch.testing.assert_close(x[x > 5].cpu(), a[a > 5])
+    mask = torch.tensor([1, 0, 1], dtype=torch.uint8)  # a mask too (on the CPU: the device holds no uint8)
+    torch.testing.assert_close(x[mask].cpu(), a[mask])
     i = torch.tensor([2, 0])
     x[i.to(d)] = torch.full((4,), -1.0, device=d)
     a[i] = -1.0
