@@ -88,6 +88,52 @@ ChainTimes ordo_latency_1k_seconds() {
   return {total / kChain, median(tracing) / kChain};
 }
 
+// Seconds per step of a loop of 1 KiB all_reduces, one per step, each cut
+// by mark_step (not waited for) with the run-ahead bound at `steps_ahead`;
+// the loop's time includes waiting for its last step.
+double per_step_1k_seconds(int steps_ahead) {
+  constexpr int kSteps = 1000;
+  ordo::set_max_steps_ahead(steps_ahead);
+  std::vector<double> samples;  // device 0's
+  ordo::spawn([&](int d) {
+    ordo::Tensor y = ordo::rand_uniform({256}, d);
+    for (int r = -1; r < kReps; ++r) {  // the first: compile, fault in buffers
+      const auto start = Clock::now();
+      for (int i = 0; i < kSteps; ++i) {
+        y = ordo::all_reduce(ordo::ReduceType::kSum, y, 0.5);
+        ordo::mark_step();
+      }
+      ordo::wait_device_ops(d);
+      if (d == 0 && r >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / kSteps);
+    }
+  });
+  return median(samples);
+}
+
+// The bound's cost: each bound against no bound in effect (more steps
+// ahead than the loop has), in alternated pairs so that a drift of the
+// machine weighs on both alike.
+void print_steps_ahead_costs() {
+  constexpr int kPairs = 7;
+  constexpr int kUnbounded = 1 << 20;
+  const int configured = ordo::max_steps_ahead();
+  std::printf("\n1 KiB all_reduce, one per step (mark_step, not waited for), by the run-ahead bound "
+              "(medians of %d alternated pairs; target: no cost at 2 or more)\n",
+              kPairs);
+  for (int bound : {0, 1, 2, 4}) {
+    std::vector<double> bounded, unbounded;
+    for (int pair = 0; pair < kPairs; ++pair) {
+      bounded.push_back(per_step_1k_seconds(bound));
+      unbounded.push_back(per_step_1k_seconds(kUnbounded));
+    }
+    const double ratio = median(bounded) / median(unbounded);
+    std::printf("  at most %d steps ahead: %.2f us per step against %.2f us unbounded: %.3fx%s\n", bound,
+                median(bounded) * 1e6, median(unbounded) * 1e6, ratio,
+                bound >= 2 ? (ratio <= 1.05 ? "  (target <= 1.05x: MET)" : "  (target <= 1.05x: MISSED)") : "");
+  }
+  ordo::set_max_steps_ahead(configured);
+}
+
 // A buffer of kMaxBytes, on huge pages if asked (as ordo's large buffers).
 struct HostBuffer {
   explicit HostBuffer(bool huge_pages, char fill) {
@@ -189,6 +235,7 @@ int main(int argc, char** argv) {
   std::printf("  with start_trace on: %.2f us each against %.2f us off (medians of %d alternated pairs): "
               "%.3fx  (target <= 1.10x: %s)\n",
               traced * 1e6, untraced * 1e6, kTracePairs, trace_ratio, trace_ratio <= 1.10 ? "MET" : "MISSED");
+  print_steps_ahead_costs();
   if (mpi.empty()) std::printf("(no MPI results given: run scripts/bench-allreduce.sh for the reference)\n");
   ordo::shutdown();
   return 0;

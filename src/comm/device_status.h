@@ -4,9 +4,10 @@
 //
 // - Gone: the device will not join the collectives it has not joined. It
 //   is failed (for good: its driving thread died, or its runtime shut
-//   down) or absent (nothing drives it now, as when its spawn thread
-//   returned, until it is driven again). A waiting collective fails with
-//   gone_failure; a device's own graph that fails abandons its
+//   down), finished (for good: its program ended, as when its process said
+//   goodbye at exit) or absent (nothing drives it now, as when its spawn
+//   thread returned, until it is driven again). A waiting collective fails
+//   with gone_failure; a device's own graph that fails abandons its
 //   collectives, whose peers fail with abandoned_failure.
 // - Interrupted (Communicator::interrupt): every collective of the device
 //   that waits, for its peers or for its slot, fails naming the reason,
@@ -14,7 +15,7 @@
 //   that is cancelled): interrupted_failure.
 //
 // The ways to be gone are one list (Gone), in the order a reason is
-// reported: a new one (a process that said goodbye) is one more entry.
+// reported: a new way is one more entry.
 //
 //   DeviceStatus status;
 //   status.mark_gone(2, Gone::kFailed, "its thread died");
@@ -46,8 +47,8 @@
 namespace ordo::comm {
 
 // How a device is gone, in the order its reasons are reported (for good first).
-enum class Gone { kFailed, kAbsent };
-inline constexpr size_t kGoneKinds = 2;
+enum class Gone { kFailed, kFinished, kAbsent };
+inline constexpr size_t kGoneKinds = 3;
 
 // How long a device of another process must stay gone before a wait fails
 // on it: the news travels beside the data (comm/mpi/process_mesh.h), so

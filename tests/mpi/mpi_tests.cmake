@@ -98,7 +98,7 @@ ordo_add_mpi_test(NAME mpi_world_disagreeing_devices
 # mpirun says so when a process exits without MPI_Finalize; ordo says why.
 ordo_add_mpi_test(NAME mpi_world_no_finalize_after_peer_failure
   ARGS -np 2 -x ORDO_TEST_PEER_FAILURE=1 -x ORDO_NUM_DEVICES=1 ${world_test} --gtest_filter=MpiWorldPeerFailure.*
-  PASS_REGULAR_EXPRESSION "exits without MPI_Finalize \\(it would wait for a failed peer\\): test: every peer is taken for failed[^\n]*\n(.|\n)*exiting improperly")
+  PASS_REGULAR_EXPRESSION "exits without MPI_Finalize \\(its fence would wait for a peer that may never come\\): test: every peer is taken for failed[^\n]*\n(.|\n)*exiting improperly")
 
 # The MPI backend against the in-process one, bitwise, at every layout. 4 x 2
 # on two loaded cores (eight spinning device threads) took 100-150 s.
@@ -357,4 +357,36 @@ if(ORDO_BUILD_PYTHON)
   ordo_add_mesh_test(NAME mpi_failure_sigkill_mpirun_ends_the_job_2x1
     CHECKS --expect + "${died}"
     ARGS -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_FAILURE=sigkill ${Python3_EXECUTABLE} ${failures})
+
+  # Processes that do not end together (tests/mpi/python/endings.py).
+  # A process that finishes early makes its devices gone for every peer at
+  # once, with that reason, and every process still finalizes (status 0):
+  # in each layout, with shared memory off, and with rendezvous steps.
+  set(endings ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/endings.py)
+  set(finished "failed after [0-2]\\.[0-9]+ s: .*device [0-9]+ is gone \\(process 1 \\(host [^,]+, pid [0-9]+\\) finished its program\\)")
+  foreach(case "2x1;1;" "2x2;2;" "4x1;3;" "2x2_shm_off;2;-x;ORDO_MPI_SHM=off" "2x2_rendezvous;2;-x;ORDO_TEST_STEP=rendezvous")
+    list(GET case 0 name)
+    list(GET case 1 survivors)
+    list(SUBLIST case 2 -1 extra)
+    string(REGEX MATCH "^([0-9])x([0-9])" layout ${name})
+    ordo_add_mesh_test(NAME mpi_ending_finish_early_${name}
+      CHECKS --status 0 --expect ${survivors} "${finished}" --expect 0 "without MPI_Finalize"
+      ARGS -np ${CMAKE_MATCH_1} -x ORDO_NUM_DEVICES=${CMAKE_MATCH_2} -x ORDO_TEST_ENDING=finish_early ${extra}
+           ${Python3_EXECUTABLE} ${endings})
+  endforeach()
+  # A process that gave up on a collective (it caught the error and exits)
+  # ends whatever its peer does: asleep in Python, stopped, or asleep after
+  # its own error. It exits without MPI_Finalize, whose fence would wait for
+  # that peer; the peer sleeps far longer than the test may take.
+  set(gave_up "exits without MPI_Finalize .*: it gave up on a collective \\(.*\\), and process 1 \\(host [^,]+, pid [0-9]+\\) had not finished within 2 s")
+  foreach(mode sleep sigstop mismatch)
+    ordo_add_mesh_test(NAME mpi_ending_gave_up_beside_${mode}_2x1
+      CHECKS --expect 1 "device 0 failed after" --expect 1 "${gave_up}"
+      ARGS -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_COLLECTIVE_TIMEOUT_SECONDS=3 -x ORDO_TEST_ENDING=${mode}
+           ${Python3_EXECUTABLE} ${endings})
+  endforeach()
+  # Both gave up and exit: every process finalizes.
+  ordo_add_mesh_test(NAME mpi_ending_both_gave_up_2x2
+    CHECKS --status 0 --expect 2 "device [01] failed after" --expect 0 "without MPI_Finalize"
+    ARGS -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_ENDING=together ${Python3_EXECUTABLE} ${endings})
 endif()

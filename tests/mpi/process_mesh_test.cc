@@ -42,13 +42,17 @@ struct Heard {
   std::condition_variable changed;
   std::vector<DeviceNews> news;
   std::vector<std::pair<int, std::string>> deaths;
+  std::vector<std::pair<int, std::string>> finishes;
 
   ProcessMesh::Handlers handlers() {
-    return {[this](int process, const std::string& reason) {
-              std::lock_guard<std::mutex> lock(mu);
-              deaths.emplace_back(process, reason);
-              changed.notify_all();
-            },
+    const auto record = [this](std::vector<std::pair<int, std::string>>& into) {
+      return [this, &into](int process, const std::string& reason) {
+        std::lock_guard<std::mutex> lock(mu);
+        into.emplace_back(process, reason);
+        changed.notify_all();
+      };
+    };
+    return {record(deaths), record(finishes),
             [this](const DeviceNews& n) {
               std::lock_guard<std::mutex> lock(mu);
               news.push_back(n);
@@ -111,16 +115,26 @@ TEST(ProcessMesh, NewsThatCameWhileNobodyListenedReachTheNextHandler) {
 }
 
 // Every process ends cleanly, the victim first (std::exit: its goodbye,
-// then MPI_Finalize, which waits for the others): no death is seen.
+// then the wait for the others' before MPI_Finalize): every other process
+// hears that it finished, and no death.
 TEST(ProcessMeshCleanExit, AGoodbyeIsNoDeath) {
   Heard heard;
   barrier();
+  const int victim = world().size() - 1;
   if (is_victim()) std::exit(0);
-  // Its goodbye and the end of its stream come within this wait.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(heard.wait([&] { return !heard.finishes.empty(); }, std::chrono::seconds(5)));
+  // The end of its stream comes within this wait.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_TRUE(mesh().dead_processes().empty());
   std::lock_guard<std::mutex> lock(heard.mu);
   EXPECT_TRUE(heard.deaths.empty()) << heard.deaths[0].second;
+  // The other survivors may have finished too by now.
+  bool victim_heard = false;
+  for (const auto& [process, reason] : heard.finishes) {
+    victim_heard = victim_heard || process == victim;
+    EXPECT_EQ(reason, world().describe_process(process) + " finished its program");
+  }
+  EXPECT_TRUE(victim_heard);
 }
 
 // What each case does to the victim, after the mesh is up.

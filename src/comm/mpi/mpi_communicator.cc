@@ -47,16 +47,18 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world)
       mesh_(ProcessMesh::join(world)),
       routes_(static_cast<size_t>(world.topology().local_devices())) {
   Backoff::set_oversubscribed(world.topology().host_devices() > device::usable_cpu_count());
-  mesh_.set_handlers({[this](int process, const std::string& reason) {
-                        const int devices = world_.topology().local_devices();
-                        for (int index = 0; index < devices; ++index) hear(process * devices + index, reason, true);
-                      },
-                      [this](const DeviceNews& news) {
+  const auto process_ended = [this](Gone how) {
+    return [this, how](int process, const std::string& reason) {
+      const int devices = world_.topology().local_devices();
+      for (int index = 0; index < devices; ++index) hear(process * devices + index, reason, how);
+    };
+  };
+  mesh_.set_handlers({process_ended(Gone::kFailed), process_ended(Gone::kFinished), [this](const DeviceNews& news) {
                         switch (news.kind) {
                           case DeviceNews::Kind::kFailed:
-                            return hear(news.device, news.reason, true);
+                            return hear(news.device, news.reason, Gone::kFailed);
                           case DeviceNews::Kind::kAbsent:
-                            return hear(news.device, news.reason, false);
+                            return hear(news.device, news.reason, Gone::kAbsent);
                           case DeviceNews::Kind::kPresent:
                             return status_.clear_absent(news.device);
                         }
@@ -87,13 +89,18 @@ void MpiCommunicator::flush_sends() {
   link_.flush_owned(kNewsAfterSends);
 }
 
-void MpiCommunicator::hear(int device, const std::string& reason, bool for_good) {
+void MpiCommunicator::hear(int device, const std::string& reason, Gone how) {
   if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
-  if (for_good) {
-    status_.mark_gone(device, Gone::kFailed, reason);
-  } else {
+  if (how == Gone::kAbsent) {
     status_.mark_absent(device, reason, status_.absence_epoch(device));
+  } else {
+    status_.mark_gone(device, how, reason);
   }
+}
+
+void MpiCommunicator::give_up(const device::Failure& failure) {
+  mesh_.gave_up(failure.message);
+  failure.raise();
 }
 
 MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, int device) {
@@ -237,13 +244,13 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   if (call.timing != nullptr) call.timing->arrived_ns = arrived_ns;
   const LocalMeeting::Arrival arrival = group.meeting.arrive(route.index, sequence, &call, arrived_ns, checks);
   if (!arrival.leader) {
-    if (arrival.failure) arrival.failure->raise();
+    if (arrival.failure) give_up(*arrival.failure);
     return;
   }
   // The local group's arrival is its last member's.
   std::optional<device::Failure> failure = group.leader.lead({sequence, number, *route.partition, arrival.last});
   group.meeting.finish(sequence, failure);
-  if (failure) failure->raise();
+  if (failure) give_up(*failure);
 }
 
 void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
@@ -312,7 +319,11 @@ std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
   if (std::all_of(participants.begin(), participants.end(), [&](int d) { return topology.is_local(d); })) {
     return local_exchange_.exchange(call);
   }
-  return exchange_.exchange(call, std::move(participants));
+  try {
+    return exchange_.exchange(call, std::move(participants));
+  } catch (const CollectiveError& e) {  // not a bad call: a peer's, or the wait's
+    give_up({e.code(), e.what()});
+  }
 }
 
 std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world) {

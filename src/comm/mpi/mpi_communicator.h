@@ -109,8 +109,11 @@ class MpiCommunicator : public Communicator {
   void flush_sends();
   // After news of a device: the local groups' and exchange's sleepers look again.
   void wake_local_waiters();
-  // News from another process, or of one that died.
-  void hear(int device, const std::string& reason, bool for_good);
+  // News from another process, or of one that ended.
+  void hear(int device, const std::string& reason, Gone how);
+  // A collective or exchange with other processes failed: the mesh keeps
+  // it for this process's exit (process_mesh.h), then it is raised.
+  [[noreturn]] void give_up(const device::Failure& failure);
 
   const MpiWorld& world_;
   // A communicator of MPI's own for each of ordo's, so that messages left

@@ -49,8 +49,8 @@ void finalize_at_exit() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (!failure.empty()) {
-    logging::log(LogLevel::kError, str_cat(g_exit_name, " exits without MPI_Finalize (it would wait for a failed peer): ",
-                                           failure));
+    logging::log(LogLevel::kError, str_cat(g_exit_name, " exits without MPI_Finalize (its fence would wait for a peer "
+                                           "that may never come): ", failure));
     return;
   }
   MPI_Finalize();

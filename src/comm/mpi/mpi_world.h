@@ -17,8 +17,10 @@
 //   that calls exit, normally the main one), and only if ordo initialized MPI
 //   and no peer failure was recorded. The runtime may start and stop many
 //   times in between; MPI cannot be initialized twice.
-// - After a peer failure (record_peer_failure) the process never finalizes:
-//   MPI_Finalize fences with every process and would hang on a dead one. It
+// - After a peer failure (record_peer_failure: a peer died, this process
+//   ends on an error, or it gave up on a collective while a peer had not
+//   finished: process_mesh.h) the process never finalizes: MPI_Finalize
+//   fences with every process and would hang on one that never comes. It
 //   exits without, saying why on stderr, and mpirun ends the job.
 //
 // Locking: join() is serialized by a mutex of its own and makes the world
@@ -45,8 +47,8 @@ class MpiWorld {
   // count; CollectiveError when MPI fails.
   static const MpiWorld& join(int local_devices);
 
-  // After a peer failure: this process will exit without MPI_Finalize,
-  // printing reason (the first one recorded).
+  // This process will exit without MPI_Finalize, printing reason (the
+  // first one recorded): see above.
   static void record_peer_failure(const std::string& reason);
 
   const Topology& topology() const { return topology_; }

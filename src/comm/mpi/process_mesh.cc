@@ -28,6 +28,7 @@ namespace {
 constexpr auto kAnnounceWait = std::chrono::seconds(2);
 constexpr auto kLastWordsWait = std::chrono::seconds(1);
 constexpr auto kStopWait = std::chrono::seconds(2);
+constexpr auto kGaveUpWait = std::chrono::seconds(2);
 
 std::mutex g_join_mu;
 std::atomic<ProcessMesh*> g_mesh{nullptr};  // made once, never destroyed
@@ -100,21 +101,28 @@ struct ProcessMesh::State {
 
   std::recursive_mutex delivery_mu;
   mutable std::mutex mu;
-  Handlers handlers;                   // guarded by mu
-  std::map<int, std::string> dead;     // guarded by mu
-  std::set<int> told;                  // deaths the current handlers heard of; guarded by mu
-  std::deque<DeviceNews> unheard_news; // while no device_news handler; guarded by mu
+  Handlers handlers;                    // guarded by mu
+  std::map<int, std::string> dead;      // guarded by mu
+  std::map<int, std::string> finished;  // the goodbyes heard; guarded by mu
+  std::set<int> told;                   // deaths and goodbyes the current handlers heard of; guarded by mu
+  std::deque<DeviceNews> unheard_news;  // while no device_news handler; guarded by mu
+  std::string gave_up_because;          // guarded by mu
+  bool listening = true;                // the thread runs; guarded by mu
+  std::condition_variable ended_cv;     // a peer finished or died, or the thread ended (mu)
 
   void run();
   void on_readable(int q);
   void on_frame(int q, const MeshFrame& frame);
   void on_end(int q, const std::string& error);
+  void on_goodbye(int q);
   void on_death(int q, const std::string& reason);
-  void deliver_death(int q);
+  void deliver_end(int q);
   void deliver_news(const DeviceNews& news);
   void stop_watching(int q);
   void send_to_all(const std::string& bytes, MeshClock::duration wait);
-  void close_streams();
+  bool every_peer_ended_locked() const;
+  std::string unfinished_peers_locked() const;
+  void wait_for_peers_at_exit();
   void stop_thread();
 };
 
@@ -172,6 +180,11 @@ void ProcessMesh::State::run() {
       on_readable(static_cast<int>(q));
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    listening = false;
+  }
+  ended_cv.notify_all();
   std::lock_guard<std::mutex> lock(stopped_mu);
   stopped = true;
   stopped_cv.notify_all();
@@ -201,7 +214,7 @@ void ProcessMesh::State::on_frame(int q, const MeshFrame& frame) {
       throw_error<CollectiveError>("a message from ", peer.name, " on ordo's process mesh is malformed (a second hello)");
     case FrameKind::kGoodbye:
       peer.said_goodbye = true;
-      return;
+      return on_goodbye(q);
     case FrameKind::kLastWords:
       on_death(q, str_cat(peer.name, " ", frame.words));
       return;
@@ -242,6 +255,15 @@ void ProcessMesh::State::stop_watching(int q) {
   peer.open = false;
 }
 
+void ProcessMesh::State::on_goodbye(int q) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    finished.emplace(q, str_cat(peers[static_cast<size_t>(q)]->name, " finished its program"));
+  }
+  ended_cv.notify_all();
+  deliver_end(q);
+}
+
 void ProcessMesh::State::on_death(int q, const std::string& reason) {
   if (stopping.load()) return;  // exiting: peers closing their ends are no news
   {
@@ -249,21 +271,26 @@ void ProcessMesh::State::on_death(int q, const std::string& reason) {
     if (!dead.emplace(q, reason).second) return;
     record_failure_for_sigterm(reason);
   }
+  ended_cv.notify_all();
   MpiWorld::record_peer_failure(reason);
-  deliver_death(q);
+  deliver_end(q);
 }
 
-void ProcessMesh::State::deliver_death(int q) {
+// A process ends once: a goodbye, or a death (its stream's end after a
+// goodbye is no news).
+void ProcessMesh::State::deliver_end(int q) {
   std::lock_guard<std::recursive_mutex> delivery(delivery_mu);
-  std::function<void(int, const std::string&)> process_died;
+  std::function<void(int, const std::string&)> handler;
   std::string reason;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!told.insert(q).second) return;  // set_handlers replayed it
-    process_died = handlers.process_died;
-    reason = dead.at(q);
+    const auto death = dead.find(q);
+    const bool died = death != dead.end();
+    handler = died ? handlers.process_died : handlers.process_finished;
+    reason = died ? death->second : finished.at(q);
   }
-  if (process_died) call_handler([&] { process_died(q, reason); });
+  if (handler) call_handler([&] { handler(q, reason); });
 }
 
 void ProcessMesh::State::deliver_news(const DeviceNews& news) {
@@ -283,18 +310,23 @@ void ProcessMesh::State::deliver_news(const DeviceNews& news) {
 void ProcessMesh::set_handlers(Handlers handlers) {
   State& s = *state_;
   std::lock_guard<std::recursive_mutex> delivery(s.delivery_mu);
-  std::map<int, std::string> dead;
+  std::map<int, std::string> dead, finished;
   std::deque<DeviceNews> news;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.handlers = handlers;
     dead = s.dead;
+    finished = s.finished;
     s.told.clear();
     for (const auto& [q, reason] : dead) s.told.insert(q);
+    for (const auto& [q, reason] : finished) s.told.insert(q);
     if (handlers.device_news) news.swap(s.unheard_news);
   }
-  if (handlers.process_died) {
-    for (const auto& [q, reason] : dead) call_handler([&] { handlers.process_died(q, reason); });
+  for (const auto& [q, reason] : dead) {
+    if (handlers.process_died) call_handler([&] { handlers.process_died(q, reason); });
+  }
+  for (const auto& [q, reason] : finished) {
+    if (handlers.process_finished && !dead.count(q)) call_handler([&] { handlers.process_finished(q, reason); });
   }
   for (const DeviceNews& n : news) call_handler([&] { handlers.device_news(n); });
 }
@@ -334,16 +366,45 @@ void ProcessMesh::say_last_words(const std::string& why) {
   s.send_to_all(encode_frame(MeshFrame::last_words(why)), kLastWordsWait);
 }
 
+void ProcessMesh::gave_up(const std::string& why) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->gave_up_because.empty()) state_->gave_up_because = why;
+}
+
 std::map<int, std::string> ProcessMesh::dead_processes() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->dead;
 }
 
-void ProcessMesh::State::close_streams() {
-  if (!said_last_words.load()) send_to_all(encode_frame(MeshFrame::goodbye()), kLastWordsWait);
-  for (const auto& peer : peers) {
-    if (peer->fd >= 0) shutdown(peer->fd, SHUT_WR);
+// Whether MPI_Finalize's fence can complete, or is skipped anyway: every
+// peer said goodbye, or one died (mu held).
+bool ProcessMesh::State::every_peer_ended_locked() const {
+  if (!dead.empty() || !listening) return true;
+  for (size_t q = 0; q < peers.size(); ++q) {
+    if (static_cast<int>(q) != rank && !finished.count(static_cast<int>(q))) return false;
   }
+  return true;
+}
+
+std::string ProcessMesh::State::unfinished_peers_locked() const {
+  std::string names;
+  for (size_t q = 0; q < peers.size(); ++q) {
+    if (static_cast<int>(q) == rank || finished.count(static_cast<int>(q))) continue;
+    names += str_cat(names.empty() ? "" : ", ", peers[q]->name);
+  }
+  return names;
+}
+
+void ProcessMesh::State::wait_for_peers_at_exit() {
+  if (thread_id.load() == std::this_thread::get_id()) return;  // exit() from a handler: nobody listens
+  std::unique_lock<std::mutex> lock(mu);
+  const auto ended = [&] { return every_peer_ended_locked(); };
+  if (gave_up_because.empty()) return ended_cv.wait(lock, ended);
+  if (ended_cv.wait_for(lock, kGaveUpWait, ended)) return;
+  const std::string reason = str_cat("it gave up on a collective (", gave_up_because, "), and ",
+                                     unfinished_peers_locked(), " had not finished within 2 s");
+  lock.unlock();
+  MpiWorld::record_peer_failure(reason);
 }
 
 void ProcessMesh::State::stop_thread() {
@@ -364,15 +425,21 @@ void ProcessMesh::State::stop_thread() {
 }
 
 // At exit (an atexit hook that runs before MPI_Finalize's, being
-// registered after it): the thread ends, so that nothing of the mesh runs
-// while statics are destroyed, then a goodbye to every peer.
+// registered after it): a goodbye to every peer, the wait for theirs (see
+// the header), then the thread ends, so that nothing of the mesh runs
+// while statics are destroyed.
 void say_goodbye_at_exit() {
   ProcessMesh* mesh = ProcessMesh::joined();
   if (mesh == nullptr) return;
-  // The thread first: peers close their ends on the goodbye, which must not
-  // read as their deaths.
-  mesh->state_->stop_thread();
-  mesh->state_->close_streams();
+  ProcessMesh::State& s = *mesh->state_;
+  if (!s.said_last_words.load()) {  // after last words, MPI_Finalize is skipped: nothing to wait for
+    s.send_to_all(encode_frame(MeshFrame::goodbye()), kLastWordsWait);
+    s.wait_for_peers_at_exit();
+  }
+  s.stop_thread();
+  for (const auto& peer : s.peers) {
+    if (peer->fd >= 0) shutdown(peer->fd, SHUT_WR);
+  }
 }
 
 }  // namespace ordo::comm

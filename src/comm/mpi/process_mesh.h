@@ -12,8 +12,9 @@
 //   mesh.say_last_words("raised RuntimeError: boom");     // before exiting on an error
 //
 // What each process learns of a peer q:
-// - q's connection ends after a goodbye (sent at q's exit by an atexit
-//   hook): a clean exit, nothing reported;
+// - q's goodbye (sent at q's exit by an atexit hook): q finished its
+//   program, process_finished(q, "process q (host h, pid N) finished its
+//   program"); its connection then ends, which is no news;
 // - q's last words, then anything: process_died(q, "process q (host h, pid
 //   N) raised RuntimeError: boom") as soon as the words arrive;
 // - q's connection ends (EOF, reset, keepalive timeout after ~10 s of a
@@ -34,8 +35,15 @@
 //   with write(2) from a buffer the mesh thread keeps, then _exit(143).
 // - std::terminate: says the exception's type and what() as last words,
 //   then calls the previous terminate handler.
-// - atexit: the mesh thread stops, then the goodbye (so that peers closing
-//   their ends on it are no news).
+// - atexit: the goodbye, then a wait for every peer's goodbye (or death)
+//   while the mesh thread still listens, then the thread stops. MPI_Finalize
+//   (next, mpi_world.cc) fences with every process, so it is called only
+//   once every peer said goodbye: the wait is unbounded in a process that
+//   saw no failure (a peer still working is waited for, as MPI_Finalize
+//   would), ends at once when a peer dies, and lasts at most 2 s in a
+//   process that gave up on a collective (gave_up): a process that gives
+//   up ends whatever its peers do, without MPI_Finalize if one of them has
+//   not finished.
 // The processes of an MPI job must not fork while the mesh runs: a child
 // would share the streams.
 //
@@ -83,11 +91,14 @@ class ProcessMesh {
   struct Handlers {
     // e.g. "process 1 (host vm, pid 42) died: its connection closed without a goodbye"
     std::function<void(int process, const std::string& reason)> process_died;
+    // "process 1 (host vm, pid 42) finished its program": its goodbye came.
+    std::function<void(int process, const std::string& reason)> process_finished;
     // From another process.
     std::function<void(const DeviceNews&)> device_news;
   };
-  // Replaces the handlers (empty functions: nobody listens; deaths are still
-  // recorded and device news kept for the next device_news handler).
+  // Replaces the handlers (empty functions: nobody listens; deaths and
+  // goodbyes are still recorded, and replayed to the next handlers, and
+  // device news kept for the next device_news handler).
   void set_handlers(Handlers handlers);
 
   // To every other live process, in order; waits at most ~2 s in all for
@@ -99,6 +110,10 @@ class ProcessMesh {
   // name the cause rather than only the death. No goodbye follows, and this
   // process will not call MPI_Finalize (its peers stop taking part).
   void say_last_words(const std::string& why);
+
+  // A collective or exchange of this process failed (why): at exit it
+  // waits for its peers' goodbyes for 2 s at most (see above).
+  void gave_up(const std::string& why);
 
   // The deaths seen so far: process -> reason.
   std::map<int, std::string> dead_processes() const;

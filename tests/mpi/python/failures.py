@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "python"))
 
 import ordo  # noqa: E402
+from mesh_lines import failed, say  # noqa: E402
 
 MODE = os.environ["ORDO_TEST_FAILURE"]
 RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
@@ -55,12 +56,9 @@ def run(ordinal):
         for _ in range(3):
             step(ordinal)
     except ordo.CollectiveError as e:  # the step that needs the gone device
-        seconds = time.monotonic() - start
-        print(f"ordo-failure-test: device {ordinal} failed after {seconds:.2f} s: {e}", flush=True)
-        if seconds > BOUND_SECONDS:
-            print(f"ordo-mesh-test FAIL: device {ordinal} took {seconds:.1f} s", flush=True)
+        failed("failure", ordinal, start, e, BOUND_SECONDS)
         return
-    print(f"ordo-mesh-test FAIL: device {ordinal}'s steps succeeded without the last device", flush=True)
+    say(f"ordo-mesh-test FAIL: device {ordinal}'s steps succeeded without the last device")
 
 
 if MODE == "uncaught" and RANK == LAST_PROCESS:
@@ -72,5 +70,5 @@ if MODE == "uncaught" and RANK == LAST_PROCESS:
 try:
     ordo.spawn(run)
 except Exception as e:  # the last device's own failure, on its process
-    print(f"ordo-failure-test: process {RANK}: spawn raised {type(e).__name__}", flush=True)
+    say(f"ordo-failure-test: process {RANK}: spawn raised {type(e).__name__}")
     sys.exit(1)
