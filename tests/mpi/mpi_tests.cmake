@@ -329,6 +329,26 @@ ordo_add_mesh_test(NAME mpi_mesh_clean_exit
   CHECKS --status 0 --expect 0 "exiting improperly|died|without MPI_Finalize"
   ARGS -np 3 ${mesh_test} --gtest_filter=ProcessMeshCleanExit.*)
 
+# A process held before its start (before MPI, after it, between two
+# runtimes): the other warns at 1 s and fails at 3 s naming it, and the
+# job ends (a process held a minute would outlast mpirun's 20 s).
+set(start_held_timeouts -x ORDO_COLLECTIVE_WARN_SECONDS=1 -x ORDO_COLLECTIVE_TIMEOUT_SECONDS=3)
+foreach(held before_mpi after_mpi between_runtimes)
+  ordo_add_mesh_test(NAME mpi_start_held_${held}
+    CHECKS --expect 1 "ordo-mesh-test PASS: process 0 failed its start in [3-5]\\.[0-9] s"
+           --expect 1 "process 0 \\(host [^,]+, pid [0-9]+\\) has waited 1 s for the other processes of its MPI job in .*. missing: process 1"
+    ARGS -np 2 -x ORDO_TEST_START_HELD=${held} ${start_held_timeouts} ${world_test} --gtest_filter=MpiStartHeld.*)
+endforeach()
+
+# A process killed while its host's shared memory is made, the one that
+# made it or the other: nothing stays in /dev/shm.
+foreach(victim maker mapper)
+  ordo_add_mesh_test(NAME mpi_host_rings_${victim}_killed_leaves_nothing
+    CHECKS --no-new-files "/dev/shm/ordo-rings-*"
+           --expect 1 "ordo-mesh-test: process 1 kills the ${victim} \\(pid [0-9]+\\) between the making and the mapping"
+    ARGS -np 2 -x ORDO_TEST_RINGS_VICTIM=${victim} ${world_test} --gtest_filter=HostRingsKilled.*)
+endforeach()
+
 # A failure in one process ends every other within 30 s, naming it
 # (tests/mpi/python/failures.py prints each survivor's error): the spawn
 # function raising on the last device, the last process killed, exiting

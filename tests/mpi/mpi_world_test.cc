@@ -2,6 +2,7 @@
 // through scripts/mpirun.sh at several processes x devices): what every
 // process sees of the job, checked against what mpirun told it in its
 // environment and the plain rule global ordinal = rank x L + index.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,11 +12,13 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "comm/mpi/host_rings.h"
+#include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm/mpi/posted_inbox.h"
@@ -207,6 +210,100 @@ TEST(MpiWorldPeerFailure, ExitsWithoutFinalizing) {
   MpiWorld::join(runtime::num_devices_from_env());
   MpiWorld::record_peer_failure("test: every peer is taken for failed");
   MpiWorld::record_peer_failure("test: a later reason is not the one reported");
+}
+
+// A process held before its start (ORDO_TEST_START_HELD says where:
+// before_mpi, after_mpi, between_runtimes): process 1 sleeps there for a
+// minute; process 0 warns at the warning time (1 s in mpi_tests.cmake) and
+// fails its start at the timeout (3 s) naming process 1, then exits,
+// which ends the job (mpirun's --timeout of 20 s bounds it otherwise).
+TEST(MpiStartHeld, TheOthersWarnAndFailWithinTheTimeout) {
+  const char* held = std::getenv("ORDO_TEST_START_HELD");
+  if (held == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  const std::string where = held;
+  ASSERT_TRUE(where == "before_mpi" || where == "after_mpi" || where == "between_runtimes") << where;
+  ASSERT_EQ(env_int("OMPI_COMM_WORLD_SIZE"), 2);
+  const int rank = env_int("OMPI_COMM_WORLD_RANK");
+  const auto hold = [] { std::this_thread::sleep_for(std::chrono::seconds(60)); };
+  if (where == "after_mpi" && rank == 1) {
+    int provided = 0;
+    ASSERT_EQ(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), MPI_SUCCESS);
+  }
+  if (where == "between_runtimes") make_mpi_communicator(MpiWorld::join(1)).reset();
+  if (rank == 1) {
+    hold();
+    ADD_FAILURE() << "process 1 was not ended when process 0 gave up its start";
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto start_again = [&] {
+    if (where == "between_runtimes") {
+      make_mpi_communicator(MpiWorld::join(1));
+    } else {
+      MpiWorld::join(1);
+    }
+  };
+  try {
+    start_again();
+    ADD_FAILURE() << "the start succeeded without process 1";
+  } catch (const CollectiveTimeoutError& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string message = e.what();
+    const std::string step = where == "before_mpi"  ? "the start of MPI (MPI_Init_thread)"
+                             : where == "after_mpi" ? "the join of ordo's MPI world (MPI_Comm_idup)"
+                                                    : "the start of a runtime (a message from every other process)";
+    EXPECT_NE(message.find("process 0 (host " + this_host_name()), std::string::npos) << message;
+    EXPECT_NE(message.find("waited 3 s for the other processes of its MPI job in " + step + "; missing: process 1"),
+              std::string::npos)
+        << message;
+    if (where == "between_runtimes") {
+      EXPECT_NE(message.find("missing: process 1 (host "), std::string::npos) << message;
+    }
+    EXPECT_GE(seconds, 3.0);
+    EXPECT_LT(seconds, 6.0);
+    // Final: a later start says why at once.
+    try {
+      start_again();
+      ADD_FAILURE() << "started after a failed start";
+    } catch (const CollectiveError& again) {
+      EXPECT_NE(std::string(again.what()).find("an earlier start failed (" + message + ")"), std::string::npos)
+          << again.what();
+    }
+    if (!HasFailure()) std::printf("ordo-mesh-test PASS: process 0 failed its start in %.1f s: %s\n", seconds, e.what());
+  }
+}
+
+// A process of the host killed while the host's shared memory is made
+// (ORDO_TEST_RINGS_VICTIM: "maker", the process that made it, killed by
+// the other just before it maps it; "mapper", that other, which kills
+// itself there): mpi_tests.cmake checks that /dev/shm holds no new
+// ordo-rings-* afterwards. The survivor ends when mpirun ends the job.
+TEST(HostRingsKilled, LeaveNothingInDevShm) {
+  const char* victim_text = std::getenv("ORDO_TEST_RINGS_VICTIM");
+  if (victim_text == nullptr) GTEST_SKIP() << "run by mpi_tests.cmake";
+  const std::string victim = victim_text;
+  ASSERT_TRUE(victim == "maker" || victim == "mapper") << victim;
+  const MpiWorld& world = MpiWorld::join(1);
+  ASSERT_EQ(world.size(), 2);
+  MPI_Comm comm = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(world.comm(), &comm), MPI_SUCCESS);
+  const auto kill_in_the_window = [&] {
+    const pid_t pid = victim == "maker" ? world.pid(0) : getpid();
+    std::printf("ordo-mesh-test: process %d kills the %s (pid %d) between the making and the mapping\n",
+                world.rank(), victim.c_str(), static_cast<int>(pid));
+    std::fflush(stdout);
+    kill(pid, SIGKILL);
+    // Gone (mpirun's daemon reaps it) before this process goes on to map.
+    for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  // The survivor's start fails (MPI may report the death) or waits until
+  // mpirun ends the job: either is right; only /dev/shm is checked.
+  try {
+    const bool mapped = HostRings::open(comm, world.topology(), kill_in_the_window) != nullptr;
+    std::printf("ordo-mesh-test: process %d went on (%s)\n", world.rank(), mapped ? "mapped" : "by MPI");
+  } catch (const CollectiveError& e) {
+    std::printf("ordo-mesh-test: process %d failed its start: %s\n", world.rank(), e.what());
+  }
 }
 
 }  // namespace

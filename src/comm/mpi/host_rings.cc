@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +10,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
 #include "comm/mpi/mpi_world.h"
+#include "comm/mpi/start_waits.h"
 #include "core/check.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -31,40 +32,69 @@ size_t padded(size_t bytes) { return (bytes + 7) / 8 * 8; }
 
 bool shm_wanted() { return config().mpi_shm; }
 
-// A name no other segment of this host has: the creator's pid, a count,
-// and random bits (pids repeat across containers sharing /dev/shm).
-std::string segment_name() {
-  static std::atomic<uint64_t> made{0};
-  std::random_device random;
-  return str_cat("/ordo-rings-", getpid(), "-", made.fetch_add(1), "-", random(), random());
+// The segment has no name at any time: it is made with memfd_create and
+// reached by the host's other processes through the maker's descriptor
+// (/proc/<pid>/fd/<fd>) while the maker keeps it open, so that nothing
+// can stay in /dev/shm whoever is killed, and whenever. A named segment
+// stayed behind when a process died between its making and the unlink
+// that waited for every process to map it.
+struct SegmentAddress {
+  int32_t pid = 0;
+  int32_t fd = -1;  // -1: the maker has none (it could not make it, or shared memory is off)
+};
+
+// A zeroed segment of `bytes`, open as a descriptor; -1, with why, when
+// it cannot be made.
+int make_segment(size_t bytes, std::string& why) {
+  const int fd = memfd_create("ordo-rings", MFD_CLOEXEC);
+  if (fd < 0) {
+    why = str_cat("memfd_create: ", std::strerror(errno));
+    return -1;
+  }
+  // Reserved now, not at first touch: no room is an error here, not a
+  // SIGBUS in the middle of a collective.
+  if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    why = str_cat("posix_fallocate of ", bytes, " bytes: ", std::strerror(rc));
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
-// Maps name's segment of `bytes`, creating it (zeroed) when `create`;
-// null, with why, when it cannot.
-std::byte* map_segment(const std::string& name, size_t bytes, bool create, std::string& why) {
-  const int fd = create ? shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600) : shm_open(name.c_str(), O_RDWR, 0);
+// The maker's segment, open here; -1, with why, when it cannot be reached
+// (the maker ended, or its /proc is hidden from this process).
+int open_segment(const SegmentAddress& at, size_t bytes, std::string& why) {
+  const std::string path = str_cat("/proc/", at.pid, "/fd/", at.fd);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    why = str_cat("shm_open: ", std::strerror(errno));
-    return nullptr;
+    why = str_cat("open of ", path, ": ", std::strerror(errno));
+    return -1;
   }
-  // Reserved now, not at first touch: a full /dev/shm is an error here,
-  // not a SIGBUS in the middle of a collective.
-  if (create) {
-    if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
-      why = str_cat("posix_fallocate of ", bytes, " bytes: ", std::strerror(rc));
-      close(fd);
-      return nullptr;
-    }
+  struct stat status {};
+  if (fstat(fd, &status) != 0 || static_cast<size_t>(status.st_size) < bytes) {
+    why = str_cat(path, " is not a segment of ", bytes, " bytes");
+    close(fd);
+    return -1;
   }
+  return fd;
+}
+
+std::byte* map_segment(int fd, size_t bytes, std::string& why) {
   void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int mmap_errno = errno;
-  close(fd);
   if (memory == MAP_FAILED) {
-    why = str_cat("mmap: ", std::strerror(mmap_errno));
+    why = str_cat("mmap: ", std::strerror(errno));
     return nullptr;
   }
   return static_cast<std::byte*>(memory);
 }
+
+// Closes a descriptor when the scope ends, however it ends.
+struct ClosesAtEnd {
+  int fd;
+  ~ClosesAtEnd() {
+    if (fd >= 0) close(fd);
+  }
+};
 
 }  // namespace
 
@@ -119,41 +149,57 @@ size_t HostRings::capacity_for(size_t processes) {
   return std::clamp(std::bit_floor(kMaxSegment / rings), kMinCapacity, kMaxCapacity);
 }
 
-std::unique_ptr<HostRings> HostRings::open(MPI_Comm comm, const Topology& topology) {
-  std::lock_guard<std::mutex> lock(mpi_call_lock());
+std::unique_ptr<HostRings> HostRings::open(MPI_Comm comm, const Topology& topology,
+                                           const std::function<void()>& before_mapping) {
   const int rank = topology.process();
   MPI_Comm host = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
   int size = 0, me = 0;
-  check_mpi(MPI_Comm_size(host, &size), "MPI_Comm_size");
-  check_mpi(MPI_Comm_rank(host, &me), "MPI_Comm_rank");
-  std::vector<int> processes(static_cast<size_t>(size));
-  check_mpi(MPI_Allgather(&rank, 1, MPI_INT, processes.data(), 1, MPI_INT, host), "MPI_Allgather");
-  if (size == 1) {
+  {
+    std::lock_guard<std::mutex> lock(mpi_call_lock());
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
+    check_mpi(MPI_Comm_size(host, &size), "MPI_Comm_size");
+    check_mpi(MPI_Comm_rank(host, &me), "MPI_Comm_rank");
+  }
+  const auto free_host = [&] {
+    std::lock_guard<std::mutex> lock(mpi_call_lock());
     check_mpi(MPI_Comm_free(&host), "MPI_Comm_free");
+  };
+  if (size == 1) {
+    free_host();
     return nullptr;
   }
-  const size_t capacity = capacity_for(processes.size()), bytes = rings_bytes(processes.size(), capacity);
-  // The first process of the host makes the segment; the others map it by
-  // name; once all have (or failed), the name goes: nothing is left in
-  // /dev/shm however the job ends.
+  const size_t capacity = capacity_for(static_cast<size_t>(size)), bytes = rings_bytes(static_cast<size_t>(size), capacity);
+  // The first process of the host makes the segment, and keeps it open
+  // until every other has mapped it or given up.
   std::string why;
-  std::byte* memory = nullptr;
-  char name[64] = {};
+  SegmentAddress mine{static_cast<int32_t>(getpid()), -1};
   if (!shm_wanted()) {
     why = "ORDO_MPI_SHM=off";
   } else if (me == 0) {
-    const std::string made = segment_name();
-    memory = map_segment(made, bytes, /*create=*/true, why);
-    if (memory != nullptr) std::snprintf(name, sizeof(name), "%s", made.c_str());
+    mine.fd = make_segment(bytes, why);
   }
-  check_mpi(MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, host), "MPI_Bcast");
-  if (me != 0 && name[0] != '\0' && why.empty()) memory = map_segment(name, bytes, /*create=*/false, why);
-  int mapped = memory != nullptr ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, host), "MPI_Allreduce");
-  if (me == 0 && name[0] != '\0') shm_unlink(name);
-  check_mpi(MPI_Comm_free(&host), "MPI_Comm_free");
-  if (!mapped) {
+  const ClosesAtEnd made{mine.fd};
+  struct Joining {
+    int32_t rank;
+    SegmentAddress segment;
+  };
+  const StartPlace place{str_cat("process ", rank), "the opening of its host's shared memory"};
+  std::vector<int> processes;  // the host's, by world rank
+  const auto describe = [&](int q) { return str_cat("the host's process ", q, " of ", size); };
+  const std::vector<Joining> joining = meet_records_at_start(host, Joining{rank, mine}, place, describe);
+  for (const Joining& j : joining) processes.push_back(j.rank);
+  const SegmentAddress& segment = joining[0].segment;
+  std::byte* memory = nullptr;
+  if (me == 0 && mine.fd >= 0) {
+    memory = map_segment(mine.fd, bytes, why);
+  } else if (me != 0 && segment.fd >= 0 && why.empty()) {
+    if (before_mapping) before_mapping();
+    const ClosesAtEnd opened{open_segment(segment, bytes, why)};
+    if (opened.fd >= 0) memory = map_segment(opened.fd, bytes, why);
+  }
+  const std::vector<int32_t> mapped = meet_records_at_start(host, int32_t{memory != nullptr}, place, describe);
+  free_host();
+  if (std::find(mapped.begin(), mapped.end(), 0) != mapped.end()) {
     if (memory != nullptr) munmap(memory, bytes);
     logging::log(LogLevel::kInfo,
                  str_cat("the processes of this host exchange headers by MPI, not shared memory",

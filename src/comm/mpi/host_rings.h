@@ -53,10 +53,17 @@ class HostRings {
  public:
   // One segment per host, mapped by each of the host's processes: a
   // collective over every process of comm (each calls it in step, as
-  // runtimes start). Null when the process is alone on its host, when
+  // runtimes start; its waits are bounded as a collective's,
+  // start_waits.h). Null when the process is alone on its host, when
   // ORDO_MPI_SHM=off, or when some process of the host could not map the
-  // segment (no /dev/shm, or no room): then every message goes by MPI.
-  static std::unique_ptr<HostRings> open(MPI_Comm comm, const Topology& topology);
+  // segment (no room, or the maker's /proc/<pid>/fd hidden): then every
+  // message goes by MPI. The segment never has a name (memfd_create): the
+  // others open it through its maker's descriptor while the maker keeps it
+  // open, so nothing is left behind however the job ends, even by SIGKILL.
+  // before_mapping, for tests only, runs in each process but the maker,
+  // just before it maps the segment the maker has made.
+  static std::unique_ptr<HostRings> open(MPI_Comm comm, const Topology& topology,
+                                         const std::function<void()>& before_mapping = {});
 
   // Over `memory` (rings_bytes(processes.size(), capacity) zeroed bytes,
   // shared by every process of the host, released by `release`), as the

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "comm/mpi/mesh_socket.h"
+#include "comm/mpi/start_waits.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -125,18 +126,17 @@ std::vector<MeshConnection> connect_mesh(const MpiWorld& world) {
   mine.ip = address.s_addr;
   mine.port = listener.port;
   mine.nonce = draw_nonce();
-  std::vector<MeshAddress> addresses(static_cast<size_t>(world.size()));
-  check_mpi(MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, addresses.data(), sizeof(mine), MPI_BYTE, world.comm()),
-            "MPI_Allgather");
+  const StartPlace place{world.describe_process(world.rank()), "the join of ordo's process mesh"};
+  const auto describe = [&world](int q) { return world.describe_process(q); };
+  const std::vector<MeshAddress> addresses = meet_records_at_start(world.comm(), mine, place, describe);
   bool every_one_listens = true;
   for (const MeshAddress& a : addresses) every_one_listens = every_one_listens && a.port != 0;
   if (every_one_listens) failure = connect_pairs(world, listener.fd, addresses, connections);
   if (listener.fd >= 0) close(listener.fd);
 
   // Every process learns who failed, so that all of them throw together.
-  std::vector<int> failed(static_cast<size_t>(world.size()));
-  int mine_failed = failure.empty() ? 0 : 1;
-  check_mpi(MPI_Allgather(&mine_failed, 1, MPI_INT, failed.data(), 1, MPI_INT, world.comm()), "MPI_Allgather");
+  const std::vector<int32_t> failed =
+      meet_records_at_start(world.comm(), static_cast<int32_t>(failure.empty() ? 0 : 1), place, describe);
   std::string who;
   for (int q = 0; q < world.size(); ++q) {
     if (failed[static_cast<size_t>(q)]) who += str_cat(who.empty() ? "" : ", ", world.describe_process(q));

@@ -1,6 +1,7 @@
 // How the processes of an MPI job connect ordo's process mesh
-// (process_mesh.h): each listens (mesh_socket.h), MPI_Allgather tells every
-// process where the others listen, the lower rank of each pair connects and
+// (process_mesh.h): each listens (mesh_socket.h), a meeting of the start
+// (start_waits.h: bounded by the collective timeout) tells every process
+// where the others listen, the lower rank of each pair connects and
 // says hello (its rank and the nonce the other drew, so that a stray
 // connection is never taken for a peer), the higher rank accepts.
 #pragma once

@@ -7,6 +7,7 @@
 #include "comm/describe.h"
 #include "comm/exchange_rules.h"
 #include "comm/mpi/process_mesh.h"
+#include "comm/mpi/start_waits.h"
 #include "core/check.h"
 #include "core/interrupt.h"
 #include "device/cpu_placement.h"
@@ -25,18 +26,23 @@ int tag_upper_bound(MPI_Comm comm) {
   return found && value != nullptr ? *value : 32767;
 }
 
-MPI_Comm duplicate(MPI_Comm comm) {
-  MPI_Comm copy = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_dup(comm, &copy), "MPI_Comm_dup");
-  check_mpi(MPI_Comm_set_errhandler(copy, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  return copy;
+// The runtime's own communicator, once every process has come to this
+// start: a process held between two runtimes (in Python, say) is named
+// at the collective timeout, as one held before MPI is (start_waits.h).
+MPI_Comm open_runtime_comm(const MpiWorld& world) {
+  const StartPlace place{world.describe_process(world.rank()), "the start of a runtime"};
+  const auto describe = [&world](int q) { return world.describe_process(q); };
+  meet_at_start(world.comm(), "", place, describe);
+  // Every process has come: the duplicate waits only for one that ended
+  // since, and is bounded all the same.
+  return duplicate_at_start(world.comm(), place, [&world] { return any_other_process(world.rank(), world.size()); });
 }
 
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(const MpiWorld& world)
     : world_(world),
-      comm_(duplicate(world.comm())),
+      comm_(open_runtime_comm(world)),
       link_(comm_),
       rings_(HostRings::open(comm_, world.topology())),
       local_groups_(world.topology().world_size(), status_),

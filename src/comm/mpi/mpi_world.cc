@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
+#include "comm/mpi/start_waits.h"
 #include "core/log.h"
 #include "ordo/error.h"
 
@@ -23,13 +26,12 @@ std::mutex g_failure_mu;
 std::string g_peer_failure;  // guarded by g_failure_mu; "" while every peer is well
 std::string g_exit_name;     // "process 1 (host vm, pid 4242)"; guarded by g_failure_mu
 
-// What every process tells the others at join. Fixed size: one
-// MPI_Allgather of bytes.
+// What every process tells the others at join. Fixed size: one meeting
+// (start_waits.h) of bytes.
 struct ProcessRecord {
   int32_t local_devices;
   int32_t pid;
-  int32_t node_leader;  // the lowest world rank sharing this process's memory node
-  char host_name[64];   // truncated, NUL-terminated
+  char host_name[64];  // truncated, NUL-terminated
 };
 
 bool g_calls_closed = false;  // guarded by mpi_call_lock()
@@ -67,6 +69,65 @@ void promote_libmpi_to_global() {
   dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
 }
 
+ProcessRecord this_process(int local_devices) {
+  ProcessRecord record{};
+  record.local_devices = local_devices;
+  record.pid = static_cast<int32_t>(getpid());
+  if (gethostname(record.host_name, sizeof(record.host_name) - 1) != 0) {
+    std::snprintf(record.host_name, sizeof(record.host_name), "unknown");
+  }
+  return record;
+}
+
+std::string process_name(int process, const std::string& host_name, int pid) {
+  return str_cat("process ", process, " (host ", host_name, ", pid ", pid, ")");
+}
+
+// This process before MPI has started: its rank and the job's size as
+// mpirun gave them (-1 when another launcher did).
+int launcher_number(const char* name) {
+  const char* text = std::getenv(name);
+  return text != nullptr ? std::atoi(text) : -1;
+}
+
+// MPI_Init_thread on a thread of its own: it returns only once every
+// process of the job has called it, and a process held before its start
+// must not hold the others without a bound (start_waits.h). After a
+// timeout the thread stays blocked in MPI until the process exits (which
+// ends it: tried with a peer that never came).
+int init_mpi_bounded() {
+  struct Outcome {
+    std::mutex mu;
+    bool done = false;  // guarded by mu, as the two below
+    int rc = MPI_SUCCESS;
+    int provided = 0;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::thread([outcome] {
+    int provided = 0;
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    std::lock_guard<std::mutex> lock(outcome->mu);
+    outcome->done = true;
+    outcome->rc = rc;
+    outcome->provided = provided;
+  }).detach();
+  const int rank = launcher_number("OMPI_COMM_WORLD_RANK"), size = launcher_number("OMPI_COMM_WORLD_SIZE");
+  const ProcessRecord self = this_process(0);
+  const StartPlace place{
+      rank < 0 ? str_cat("this process (pid ", self.pid, ")") : process_name(rank, self.host_name, self.pid),
+      "the start of MPI"};
+  wait_at_start(
+      place, "MPI_Init_thread",
+      [&] {
+        std::lock_guard<std::mutex> lock(outcome->mu);
+        return outcome->done;
+      },
+      [&] { return rank < 0 || size < 2 ? std::string("the other processes") : any_other_process(rank, size); });
+  std::lock_guard<std::mutex> lock(outcome->mu);
+  check_mpi(outcome->rc, "MPI_Init_thread");
+  return outcome->provided;
+}
+
 // Caller holds g_join_mu.
 void initialize_mpi_locked() {
   int initialized = 0;
@@ -79,7 +140,7 @@ void initialize_mpi_locked() {
     check_mpi(MPI_Finalized(&finalized), "MPI_Finalized");
     ORDO_ARG_CHECK(!finalized, "MPI was finalized in this process: ordo's MPI backend cannot start again");
     promote_libmpi_to_global();
-    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    provided = init_mpi_bounded();
     std::atexit(finalize_at_exit);
   }
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -89,29 +150,29 @@ void initialize_mpi_locked() {
   }
 }
 
-ProcessRecord this_process(MPI_Comm comm, int rank, int local_devices) {
-  ProcessRecord record{};
-  record.local_devices = local_devices;
-  record.pid = static_cast<int32_t>(getpid());
-  if (gethostname(record.host_name, sizeof(record.host_name) - 1) != 0) {
-    std::snprintf(record.host_name, sizeof(record.host_name), "unknown");
+// Open MPI's own grouping of the processes of a node: host names need not
+// be unique (containers), shared memory is what counts. The lowest rank of
+// comm sharing each process's memory node, by rank.
+std::vector<int> node_leaders(MPI_Comm comm, int rank, const StartPlace& place,
+                              const std::function<std::string(int)>& describe) {
+  int leader = rank;
+  {
+    // Every process has come (join's meeting): the split waits for none.
+    std::lock_guard<std::mutex> lock(mpi_call_lock());
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    MPI_Group node_group = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+    check_mpi(MPI_Comm_group(node, &node_group), "MPI_Comm_group");
+    check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+    const int first = 0;  // ranked by rank in comm: the node's rank 0 is its lowest
+    check_mpi(MPI_Group_translate_ranks(node_group, 1, &first, group, &leader), "MPI_Group_translate_ranks");
+    MPI_Group_free(&node_group);
+    MPI_Group_free(&group);
+    check_mpi(MPI_Comm_free(&node), "MPI_Comm_free");
   }
-  // Open MPI's own grouping of the processes of a node: host names need
-  // not be unique (containers), shared memory is what counts.
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  int node_rank = 0;
-  check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
-  int leader = node_rank == 0 ? rank : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MAX, node), "MPI_Allreduce");
-  record.node_leader = leader;
-  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free");
-  return record;
+  return meet_records_at_start(comm, static_cast<int32_t>(leader), place, describe);
 }
 
-std::string process_name(int process, const std::string& host_name, int pid) {
-  return str_cat("process ", process, " (host ", host_name, ", pid ", pid, ")");
-}
 std::string describe_record(int process, const ProcessRecord& record) {
   return process_name(process, record.host_name, record.pid);
 }
@@ -163,23 +224,20 @@ const MpiWorld& MpiWorld::join(int local_devices) {
     return *g_world;
   }
   ORDO_ARG_CHECK(local_devices >= 1, "a process needs at least one device, got ", local_devices);
+  check_no_failed_start();
   initialize_mpi_locked();
-  MPI_Comm comm = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
-  check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   int rank = 0, size = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-
-  const ProcessRecord mine = this_process(comm, rank, local_devices);
-  std::vector<ProcessRecord> records(static_cast<size_t>(size));
-  check_mpi(MPI_Allgather(&mine, sizeof(ProcessRecord), MPI_BYTE, records.data(), sizeof(ProcessRecord), MPI_BYTE,
-                          comm),
-            "MPI_Allgather");
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  const ProcessRecord mine = this_process(local_devices);
+  const StartPlace place{describe_record(rank, mine), "the join of ordo's MPI world"};
   {
     std::lock_guard<std::mutex> failure_lock(g_failure_mu);
-    g_exit_name = describe_record(rank, mine);
+    g_exit_name = place.process;  // known before the waits: one may fail
   }
+  MPI_Comm comm = duplicate_at_start(MPI_COMM_WORLD, place, [&] { return any_other_process(rank, size); });
+  const auto describe = [](int q) { return str_cat("process ", q); };
+  const std::vector<ProcessRecord> records = meet_records_at_start(comm, mine, place, describe);
   try {
     // Every process has every record: all of them throw the same error,
     // and free the communicator together.
@@ -191,11 +249,12 @@ const MpiWorld& MpiWorld::join(int local_devices) {
 
   std::map<int, int> host_of_leader;  // numbered in order of first appearance
   std::vector<int> host_of_process;
+  for (int leader : node_leaders(comm, rank, place, describe)) {
+    host_of_process.push_back(host_of_leader.try_emplace(leader, static_cast<int>(host_of_leader.size())).first->second);
+  }
   std::vector<std::string> host_names;
   std::vector<int> pids;
   for (const ProcessRecord& r : records) {
-    host_of_process.push_back(host_of_leader.try_emplace(r.node_leader, static_cast<int>(host_of_leader.size()))
-                                  .first->second);
     host_names.emplace_back(r.host_name);
     pids.push_back(r.pid);
   }

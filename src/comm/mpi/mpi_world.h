@@ -12,7 +12,9 @@
 //   one at a time under the backend's process lock) unless someone else did,
 //   first promoting libmpi to RTLD_GLOBAL: Python loads ordo with
 //   RTLD_LOCAL, and some of Debian's Open MPI plugins need libmpi's symbols
-//   without naming the library.
+//   without naming the library. MPI_Init_thread waits for every process of
+//   the job: it runs on a thread of its own, and join waits for it, and for
+//   the other processes after it, as a collective waits (start_waits.h).
 // - MPI_Finalize runs once, at process exit (an atexit handler, on the thread
 //   that calls exit, normally the main one), and only if ordo initialized MPI
 //   and no peer failure was recorded. The runtime may start and stop many
@@ -44,7 +46,9 @@ class MpiWorld {
   // job (a collective over MPI_COMM_WORLD; later calls return it). Throws
   // InvalidArgument, naming every process's count, when the processes
   // disagree on local_devices, or when a later call asks for another
-  // count; CollectiveError when MPI fails.
+  // count; CollectiveTimeoutError when a process has not come by the
+  // collective timeout (then every later call throws CollectiveError);
+  // CollectiveError when MPI fails.
   static const MpiWorld& join(int local_devices);
 
   // This process will exit without MPI_Finalize, printing reason (the
