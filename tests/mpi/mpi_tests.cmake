@@ -374,6 +374,12 @@ if(ORDO_BUILD_PYTHON)
     CHECKS --expect 1 "device 0 ${failed_after}process 1 \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom"
            --expect 1 "device 1 ${failed_after}process 1 \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom"
     ARGS ${survive_deaths} -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_FAILURE=uncaught ${Python3_EXECUTABLE} ${failures})
+  # A process held in Python before it starts ordo (as mpi_start_held_before_mpi).
+  ordo_add_mesh_test(NAME mpi_python_start_held_2x1
+    CHECKS --expect 1 "ordo-mesh-test PASS: process 0 failed its start in [3-5]\\.[0-9] s: .*missing: process 1"
+           --expect 1 "has waited 1 s for the other processes of its MPI job in the start of MPI"
+    ARGS -np 2 -x ORDO_NUM_DEVICES=1 ${start_held_timeouts} ${Python3_EXECUTABLE}
+         ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/held_start.py)
   ordo_add_mesh_test(NAME mpi_failure_sigkill_mpirun_ends_the_job_2x1
     CHECKS --expect + "${died}"
     ARGS -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_TEST_FAILURE=sigkill ${Python3_EXECUTABLE} ${failures})
