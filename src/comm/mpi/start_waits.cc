@@ -5,6 +5,7 @@
 
 #include "comm/deadlines.h"
 #include "comm/mpi/mpi_world.h"
+#include "comm/mpi/process_mesh.h"
 #include "comm/protocol/pacing.h"
 #include "ordo/error.h"
 
@@ -30,6 +31,9 @@ void park(std::shared_ptr<void> buffers) {
     if (g_failed_start.empty()) g_failed_start = message;
   }
   MpiWorld::record_peer_failure(message);
+  // A start after the mesh's join: its wait at exit for the peers' goodbyes
+  // lasts 2 s, as after a failed collective (a missing peer may never say it).
+  if (ProcessMesh* mesh = ProcessMesh::joined()) mesh->gave_up(message);
   throw_error<CollectiveTimeoutError>(message);
 }
 

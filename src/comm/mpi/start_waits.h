@@ -13,7 +13,8 @@
 //
 // A start that timed out is final for the process: it records the failure
 // (MpiWorld::record_peer_failure: at exit the process does not wait in
-// MPI_Finalize for the missing one) and every later start of the backend
+// MPI_Finalize for the missing one; ProcessMesh::gave_up: nor long for its
+// goodbye) and every later start of the backend
 // fails at once, saying why (messages of the failed start may still
 // arrive, and would be taken for a later one's).
 //
