@@ -269,7 +269,9 @@ TEST(MpiStartHeld, TheOthersWarnAndFailWithinTheTimeout) {
       EXPECT_NE(std::string(again.what()).find("an earlier start failed (" + message + ")"), std::string::npos)
           << again.what();
     }
-    if (!HasFailure()) std::printf("ordo-mesh-test PASS: process 0 failed its start in %.1f s: %s\n", seconds, e.what());
+    if (!HasFailure()) {
+      std::printf("ordo-mesh-test PASS: process 0 failed its start in %.1f s: %s\n", seconds, e.what());
+    }
   }
 }
 

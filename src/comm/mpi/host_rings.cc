@@ -96,6 +96,33 @@ struct ClosesAtEnd {
   }
 };
 
+// This process's mapping of its host's segment: its own (the maker, at
+// position 0 of the host) or the maker's, through /proc; null, with why
+// (unless the maker had none to give), when there is none.
+std::byte* map_host_segment(int me, int own_fd, const SegmentAddress& maker, size_t bytes,
+                            const std::function<void()>& before_mapping, std::string& why) {
+  if (me == 0) return own_fd >= 0 ? map_segment(own_fd, bytes, why) : nullptr;
+  if (maker.fd < 0 || !why.empty()) return nullptr;
+  if (before_mapping) before_mapping();
+  const ClosesAtEnd opened{open_segment(maker, bytes, why)};
+  return opened.fd >= 0 ? map_segment(opened.fd, bytes, why) : nullptr;
+}
+
+// The processes of comm sharing this one's memory, ranked by rank.
+struct HostComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = 0;
+  int me = 0;  // this process's position
+};
+HostComm split_host(MPI_Comm comm, int rank) {
+  HostComm host;
+  std::lock_guard<std::mutex> lock(mpi_call_lock());
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host.comm), "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_size(host.comm, &host.size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(host.comm, &host.me), "MPI_Comm_rank");
+  return host;
+}
+
 }  // namespace
 
 // One direction between two processes: a byte ring with the writer's
@@ -152,30 +179,24 @@ size_t HostRings::capacity_for(size_t processes) {
 std::unique_ptr<HostRings> HostRings::open(MPI_Comm comm, const Topology& topology,
                                            const std::function<void()>& before_mapping) {
   const int rank = topology.process();
-  MPI_Comm host = MPI_COMM_NULL;
-  int size = 0, me = 0;
-  {
-    std::lock_guard<std::mutex> lock(mpi_call_lock());
-    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
-    check_mpi(MPI_Comm_size(host, &size), "MPI_Comm_size");
-    check_mpi(MPI_Comm_rank(host, &me), "MPI_Comm_rank");
-  }
+  HostComm host = split_host(comm, rank);
   const auto free_host = [&] {
     std::lock_guard<std::mutex> lock(mpi_call_lock());
-    check_mpi(MPI_Comm_free(&host), "MPI_Comm_free");
+    check_mpi(MPI_Comm_free(&host.comm), "MPI_Comm_free");
   };
-  if (size == 1) {
+  if (host.size == 1) {
     free_host();
     return nullptr;
   }
-  const size_t capacity = capacity_for(static_cast<size_t>(size)), bytes = rings_bytes(static_cast<size_t>(size), capacity);
+  const auto processes_here = static_cast<size_t>(host.size);
+  const size_t capacity = capacity_for(processes_here), bytes = rings_bytes(processes_here, capacity);
   // The first process of the host makes the segment, and keeps it open
   // until every other has mapped it or given up.
   std::string why;
   SegmentAddress mine{static_cast<int32_t>(getpid()), -1};
   if (!shm_wanted()) {
     why = "ORDO_MPI_SHM=off";
-  } else if (me == 0) {
+  } else if (host.me == 0) {
     mine.fd = make_segment(bytes, why);
   }
   const ClosesAtEnd made{mine.fd};
@@ -184,20 +205,12 @@ std::unique_ptr<HostRings> HostRings::open(MPI_Comm comm, const Topology& topolo
     SegmentAddress segment;
   };
   const StartPlace place{str_cat("process ", rank), "the opening of its host's shared memory"};
+  const auto describe = [&](int q) { return str_cat("the host's process ", q, " of ", host.size); };
+  const std::vector<Joining> joining = meet_records_at_start(host.comm, Joining{rank, mine}, place, describe);
   std::vector<int> processes;  // the host's, by world rank
-  const auto describe = [&](int q) { return str_cat("the host's process ", q, " of ", size); };
-  const std::vector<Joining> joining = meet_records_at_start(host, Joining{rank, mine}, place, describe);
   for (const Joining& j : joining) processes.push_back(j.rank);
-  const SegmentAddress& segment = joining[0].segment;
-  std::byte* memory = nullptr;
-  if (me == 0 && mine.fd >= 0) {
-    memory = map_segment(mine.fd, bytes, why);
-  } else if (me != 0 && segment.fd >= 0 && why.empty()) {
-    if (before_mapping) before_mapping();
-    const ClosesAtEnd opened{open_segment(segment, bytes, why)};
-    if (opened.fd >= 0) memory = map_segment(opened.fd, bytes, why);
-  }
-  const std::vector<int32_t> mapped = meet_records_at_start(host, int32_t{memory != nullptr}, place, describe);
+  std::byte* memory = map_host_segment(host.me, mine.fd, joining[0].segment, bytes, before_mapping, why);
+  const std::vector<int32_t> mapped = meet_records_at_start(host.comm, int32_t{memory != nullptr}, place, describe);
   free_host();
   if (std::find(mapped.begin(), mapped.end(), 0) != mapped.end()) {
     if (memory != nullptr) munmap(memory, bytes);
@@ -207,7 +220,7 @@ std::unique_ptr<HostRings> HostRings::open(MPI_Comm comm, const Topology& topolo
                                      : str_cat(" (", why, ")")));
     return nullptr;
   }
-  return std::make_unique<HostRings>(std::move(processes), static_cast<size_t>(me), memory, capacity,
+  return std::make_unique<HostRings>(std::move(processes), static_cast<size_t>(host.me), memory, capacity,
                                      [memory, bytes] { munmap(memory, bytes); });
 }
 

@@ -250,7 +250,8 @@ const MpiWorld& MpiWorld::join(int local_devices) {
   std::map<int, int> host_of_leader;  // numbered in order of first appearance
   std::vector<int> host_of_process;
   for (int leader : node_leaders(comm, rank, place, describe)) {
-    host_of_process.push_back(host_of_leader.try_emplace(leader, static_cast<int>(host_of_leader.size())).first->second);
+    const int next_host = static_cast<int>(host_of_leader.size());
+    host_of_process.push_back(host_of_leader.try_emplace(leader, next_host).first->second);
   }
   std::vector<std::string> host_names;
   std::vector<int> pids;
