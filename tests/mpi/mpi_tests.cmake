@@ -333,10 +333,12 @@ ordo_add_mesh_test(NAME mpi_mesh_clean_exit
 # runtimes): the other warns at 1 s and fails at 3 s naming it, and the
 # job ends (a process held a minute would outlast mpirun's 20 s).
 set(start_held_timeouts -x ORDO_COLLECTIVE_WARN_SECONDS=1 -x ORDO_COLLECTIVE_TIMEOUT_SECONDS=3)
+set(job_not_ended "time limit for job execution has been reached")  # mpirun's --timeout ended it
 foreach(held before_mpi after_mpi between_runtimes)
   ordo_add_mesh_test(NAME mpi_start_held_${held}
     CHECKS --expect 1 "ordo-mesh-test PASS: process 0 failed its start in [3-5]\\.[0-9] s"
            --expect 1 "process 0 \\(host [^,]+, pid [0-9]+\\) has waited 1 s for the other processes of its MPI job in .*. missing: process 1"
+           --expect 0 "${job_not_ended}"
     ARGS -np 2 -x ORDO_TEST_START_HELD=${held} ${start_held_timeouts} ${world_test} --gtest_filter=MpiStartHeld.*)
 endforeach()
 
@@ -346,6 +348,7 @@ foreach(victim maker mapper)
   ordo_add_mesh_test(NAME mpi_host_rings_${victim}_killed_leaves_nothing
     CHECKS --no-new-files "/dev/shm/ordo-rings-*"
            --expect 1 "ordo-mesh-test: process 1 kills the ${victim} \\(pid [0-9]+\\) between the making and the mapping"
+           --expect 0 "${job_not_ended}"
     ARGS -np 2 -x ORDO_TEST_RINGS_VICTIM=${victim} ${world_test} --gtest_filter=HostRingsKilled.*)
 endforeach()
 
@@ -378,6 +381,7 @@ if(ORDO_BUILD_PYTHON)
   ordo_add_mesh_test(NAME mpi_python_start_held_2x1
     CHECKS --expect 1 "ordo-mesh-test PASS: process 0 failed its start in [3-5]\\.[0-9] s: .*missing: process 1"
            --expect 1 "has waited 1 s for the other processes of its MPI job in the start of MPI"
+           --expect 0 "${job_not_ended}"
     ARGS -np 2 -x ORDO_NUM_DEVICES=1 ${start_held_timeouts} ${Python3_EXECUTABLE}
          ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/held_start.py)
   ordo_add_mesh_test(NAME mpi_failure_sigkill_mpirun_ends_the_job_2x1
