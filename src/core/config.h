@@ -42,7 +42,7 @@ struct Config {
   int max_steps_ahead = 2;                  // ORDO_MAX_STEPS_AHEAD: 0 makes mark_step synchronous
   bool cpu_bind = true;                     // ORDO_CPU_BIND: cores (true) or none
   int kernel_threads = 0;                   // ORDO_KERNEL_THREADS: 0 is no cap beyond the free cores
-  bool mpi_shm = true;                      // ORDO_MPI_SHM: headers between a host's processes through /dev/shm
+  bool mpi_shm = true;                      // ORDO_MPI_SHM: headers between a host's processes through shared memory
   std::string mesh_address;                 // ORDO_MESH_ADDRESS: the process mesh's IPv4 address ("": chosen)
   LogLevel log_level = LogLevel::kWarning;  // ORDO_LOG_LEVEL
   bool debug = false;                       // ORDO_DEBUG: the recompile and read-back warnings
