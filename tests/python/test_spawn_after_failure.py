@@ -24,6 +24,7 @@ WORLD = 4  # conftest.py's runtime
 def clean_step(index):
     """One of each way devices meet, with values that tell the devices
     apart; returns what this device got."""
+    ordo.mark_step()  # would raise a failure kept from the failed spawn
     x = ordo.tensor(np.full(2, index + 1.0, np.float32))
     total = ordo.all_reduce(ordo.REDUCE_SUM, x)
     gathered = ordo.all_gather(x)
@@ -60,6 +61,16 @@ def raises_with_a_collective_traced(index):
     return pending.numpy()
 
 
+def raises_while_its_peers_queue_a_step(index):
+    """The peers' queued step fails on their workers (device 1 is gone), and
+    each device keeps that failure for its next step."""
+    ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2)).numpy()
+    ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2))
+    if index == 1:
+        raise RuntimeError("replica 1 gave up")
+    ordo.mark_step()  # queued; nobody reads it
+
+
 def raises_before_a_rendezvous(index):
     if index == 1:
         raise RuntimeError("replica 1 gave up")
@@ -80,7 +91,7 @@ def catches_its_peers_failure(index):
 
 
 @pytest.mark.parametrize("failing", [raises_after_one_all_reduce, raises_with_a_collective_traced,
-                                     raises_before_a_rendezvous])
+                                     raises_while_its_peers_queue_a_step, raises_before_a_rendezvous])
 def test_a_spawn_after_one_where_a_replica_raised_starts_clean(bounded_timeouts, failing):
     with pytest.raises(RuntimeError, match="^ordinal 1: replica 1 gave up$"):
         ordo.spawn(failing)
