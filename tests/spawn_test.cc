@@ -205,9 +205,9 @@ TEST_F(SpawnTest, DevicesAreDrivenAgainAfterASpawn) {
   for (const Tensor& sum : sums) EXPECT_EQ(sum.item<float>(), 10);
 }
 
-// What every device of a clean spawn gets: the sum of an all_reduce over
-// every device, an all_gather and an all_reduce in pairs of ordinal + 1,
-// then a rendezvous of the ordinals.
+// What every device of a clean spawn gets, after a step: the sum of an
+// all_reduce over every device, an all_gather and an all_reduce in pairs
+// of ordinal + 1, then a rendezvous of the ordinals.
 struct CleanResults {
   float sum = 0;
   std::vector<float> gathered;
@@ -219,6 +219,7 @@ struct CleanResults {
 std::vector<CleanResults> spawn_clean_step() {
   std::vector<CleanResults> results(4);
   spawn([&](int ordinal) {
+    mark_step();  // would throw a failure kept from the failed spawn
     const Tensor x = full({1}, ordinal + 1.0, DType::kFloat32);
     CleanResults& mine = results[ordinal];
     mine.sum = all_reduce(ReduceType::kSum, x).to_vector<float>()[0];
