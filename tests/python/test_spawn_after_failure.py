@@ -139,9 +139,14 @@ def test_a_spawn_of_some_devices_starts_clean_when_the_others_are_idle(bounded_t
     with pytest.raises(RuntimeError, match="replica 1 gave up"):
         ordo.spawn(raises_after_one_all_reduce)
     pairs = [[0, 1], [2], [3]]
-    sums = ordo.spawn(lambda index: ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2) * (index + 1), groups=pairs)
-                      .numpy().tolist(), nprocs=2)
-    assert sums == [[3.0, 3.0]] * 2
+
+    def pair_sum(index):
+        return ordo.all_reduce(ordo.REDUCE_SUM, ordo.ones(2) * (index + 1), groups=pairs).numpy().tolist()
+
+    assert ordo.spawn(pair_sum, nprocs=2) == [[3.0, 3.0]] * 2
+    for index in (2, 3):  # the caller drives the others through the same collective, as SPMD asks
+        ordo.set_device(index)
+        assert pair_sum(index) == [index + 1.0] * 2
     assert_later_spawns_start_clean()
 
 
