@@ -103,19 +103,34 @@ TEST_F(CollectiveInterruptTest, OnlyWhatWasQueuedIsInterruptedAndTheGroupStaysIn
   interrupter.join();
   for (const std::string& error : first_errors) EXPECT_TRUE(contains(error, "was interrupted on device 0")) << error;
   // Devices 2 and 3 come late to the interrupted collective: it failed for
-  // them too. The next one meets every device and runs.
-  auto late = run_on_devices<int>(4, [](int d) {
-    if (d >= 2) {
+  // them too. The next one meets every device and runs. (Plain threads
+  // again: a spawn would start afresh, forgetting the interrupted one.)
+  int late[4] = {0, 0, 0, 0};
+  std::thread drivers[4];
+  for (int d = 0; d < 4; ++d) {
+    drivers[d] = std::thread([d, &late] {
+      DeviceGuard on(d);
       try {
-        all_reduce(ReduceType::kSum, ones({2})).to_vector<float>();
-        return -1;
-      } catch (const CollectiveError& e) {
-        if (!contains(e.what(), "was interrupted on device 0")) return -2;
+        if (d >= 2) {
+          try {
+            all_reduce(ReduceType::kSum, ones({2})).to_vector<float>();
+            late[d] = -1;
+            return;
+          } catch (const CollectiveError& e) {
+            if (!contains(e.what(), "was interrupted on device 0")) {
+              late[d] = -2;
+              return;
+            }
+          }
+        }
+        late[d] = static_cast<int>(all_reduce(ReduceType::kSum, ones({2})).to_vector<float>()[0]);
+      } catch (const std::exception&) {
+        late[d] = -3;
       }
-    }
-    return static_cast<int>(all_reduce(ReduceType::kSum, ones({2})).to_vector<float>()[0]);
-  });
-  for (int d = 0; d < 4; ++d) EXPECT_EQ(late[d].get(), 4) << d;
+    });
+  }
+  for (std::thread& driver : drivers) driver.join();
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(late[d], 4) << d;
 }
 
 TEST_F(CollectiveInterruptTest, AReaderWithAnInterruptCheckGivesUpAndItsCollectiveFailsForThePeers) {

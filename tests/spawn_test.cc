@@ -64,6 +64,47 @@ TEST_F(SpawnTest, CountOutOfRangeIsAnErrorAndRunsNothing) {
   EXPECT_EQ(calls.load(), 0);
 }
 
+// What every device of a clean spawn gets, after a step: the sum of an
+// all_reduce over every device, an all_gather and an all_reduce in pairs
+// of ordinal + 1, then a rendezvous of the ordinals.
+struct CleanResults {
+  float sum = 0;
+  std::vector<float> gathered;
+  float pair_sum = 0;
+  std::string ordinals;
+  bool operator==(const CleanResults&) const = default;
+};
+
+std::vector<CleanResults> spawn_clean_step() {
+  std::vector<CleanResults> results(4);
+  spawn([&](int ordinal) {
+    mark_step();  // would throw a failure kept from the failed spawn
+    const Tensor x = full({1}, ordinal + 1.0, DType::kFloat32);
+    CleanResults& mine = results[ordinal];
+    mine.sum = all_reduce(ReduceType::kSum, x).to_vector<float>()[0];
+    mine.gathered = all_gather(x).to_vector<float>();
+    mine.pair_sum = all_reduce(ReduceType::kSum, x, 1.0, {{0, 1}, {2, 3}}).to_vector<float>()[0];
+    for (const std::string& payload : rendezvous("clean", std::to_string(ordinal))) mine.ordinals += payload;
+  });
+  return results;
+}
+
+// A spawn after one that failed meets as in a new runtime. The fixture
+// starts every test on a fresh runtime, which forgets failures too: no test
+// spawned again after a failed spawn, so none saw the next one fail.
+void expect_later_spawns_start_clean() {
+  const std::vector<float> gathered{1, 2, 3, 4};
+  const std::vector<CleanResults> expected{
+      {10, gathered, 3, "0123"}, {10, gathered, 3, "0123"}, {10, gathered, 7, "0123"}, {10, gathered, 7, "0123"}};
+  for (int attempt = 2; attempt <= 3; ++attempt) {
+    try {
+      EXPECT_EQ(spawn_clean_step(), expected) << "spawn " << attempt;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "spawn " << attempt << ": " << e.what();
+    }
+  }
+}
+
 TEST_F(SpawnTest, TheFirstExceptionIsRethrownAndPeersFailInsteadOfWaiting) {
   // Far longer than the test may take: peers must fail because device 1
   // is gone, not because they timed out.
@@ -83,11 +124,12 @@ TEST_F(SpawnTest, TheFirstExceptionIsRethrownAndPeersFailInsteadOfWaiting) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "device 1 gave up");
   }
-  set_collective_timeouts({});
   for (int ordinal : {0, 2, 3}) {
     EXPECT_NE(peer_errors[ordinal].find("device 1 is gone"), std::string::npos) << peer_errors[ordinal];
     EXPECT_NE(peer_errors[ordinal].find("device 1 gave up"), std::string::npos) << peer_errors[ordinal];
   }
+  expect_later_spawns_start_clean();
+  set_collective_timeouts({});
 }
 
 TEST_F(SpawnTest, PeersOfADeviceWhoseFunctionReturnedFailInsteadOfWaiting) {
@@ -203,6 +245,56 @@ TEST_F(SpawnTest, DevicesAreDrivenAgainAfterASpawn) {
     mark_step();
   }
   for (const Tensor& sum : sums) EXPECT_EQ(sum.item<float>(), 10);
+}
+
+class SpawnAfterAFailureTest : public testing::FourDeviceLongTimeoutsTest {};
+
+TEST_F(SpawnAfterAFailureTest, ASpawnAfterOneThatThrewWhileItsPeersWaitedStartsClean) {
+  EXPECT_THROW(spawn([](int ordinal) {
+                 all_reduce(ReduceType::kSum, ones({2})).to_vector<float>();
+                 if (ordinal == 1) throw std::runtime_error("device 1 gave up");
+                 all_reduce(ReduceType::kSum, ones({2})).to_vector<float>();  // waits for device 1
+               }),
+               std::runtime_error);
+  expect_later_spawns_start_clean();
+}
+
+TEST_F(SpawnAfterAFailureTest, ASpawnAfterOneThatThrewWithACollectiveTracedStartsClean) {
+  // Device 1's all_reduce is traced and never run: run in the next spawn,
+  // it would meet that spawn's first collective.
+  EXPECT_THROW(spawn([](int ordinal) {
+                 Tensor pending = all_reduce(ReduceType::kSum, full({1}, 100.0, DType::kFloat32));
+                 if (ordinal == 1) throw std::runtime_error("device 1 gave up");
+                 pending.to_vector<float>();
+               }),
+               std::runtime_error);
+  expect_later_spawns_start_clean();
+}
+
+TEST_F(SpawnAfterAFailureTest, ASpawnAfterOneThatTimedOutStartsClean) {
+  set_collective_timeouts({0.05, 0.3});
+  ::testing::internal::CaptureStderr();  // the timeout's warnings
+  EXPECT_THROW(spawn([](int ordinal) {
+                 if (ordinal == 3) {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past its peers' timeout
+                   return;
+                 }
+                 all_reduce(ReduceType::kSum, ones({2})).to_vector<float>();
+               }),
+               CollectiveTimeoutError);
+  ::testing::internal::GetCapturedStderr();
+  set_collective_timeouts(testing::kLongTimeouts);
+  expect_later_spawns_start_clean();
+}
+
+TEST_F(SpawnAfterAFailureTest, ASpawnAfterOneWhoseFunctionsCaughtTheFailureStartsClean) {
+  // Nothing stays failed, but device 3 never took the collective its
+  // peers failed in: the groups are out of step.
+  spawn([](int ordinal) {
+    if (ordinal == 3) return;
+    EXPECT_THROW(all_reduce(ReduceType::kSum, ones({2})).to_vector<float>(), CollectiveError);
+  });
+  expect_later_spawns_start_clean();
 }
 
 TEST_F(SpawnTest, AShutdownInASpawnedFunctionIsRefusedAndItsPeersGoOn) {

@@ -237,6 +237,70 @@ TEST_F(SpawnedDevicesTest, AnInterruptedCallerFailsTheDevicesCollectivesWithItsR
   EXPECT_THROW(all_reduce_of_ones(), CollectiveError);
 }
 
+// Interrupts a spawn of every device whose calls wait for each other
+// (device 0 in a rendezvous for device 1, the others in an all_reduce for
+// device 0), so that all of them end at once; returns their outcomes.
+std::vector<SpawnedOutcome> interrupt_a_deadlocked_spawn() {
+  SpawnedDevices devices(
+      [](int ordinal) {
+        if (ordinal == 0) {
+          rendezvous("never", {}, {0, 1});
+          return;
+        }
+        all_reduce_of_ones();
+      },
+      4);
+  std::this_thread::sleep_for(50ms);
+  devices.interrupt("the test interrupted the spawn");
+  EXPECT_EQ(devices.wait_until(SpawnClock::now() + kPrompt), std::vector<int>{});
+  return devices.finish();
+}
+
+TEST_F(SpawnedDevicesTest, ASpawnAfterAnInterruptedOneStartsClean) {
+  const std::vector<SpawnedOutcome> outcomes = interrupt_a_deadlocked_spawn();
+  for (int ordinal : {0, 1, 2, 3}) EXPECT_TRUE(is<CollectiveError>(outcomes[ordinal].error)) << ordinal;
+  // Every device failed for the interrupt; the next spawn forgets it.
+  std::vector<float> sums(4, 0);
+  SpawnedDevices again(
+      [&](int ordinal) {
+        sums[ordinal] = all_reduce(ReduceType::kSum, full({}, ordinal + 1.0, DType::kFloat32)).item<float>();
+      },
+      4);
+  for (const SpawnedOutcome& outcome : again.finish()) EXPECT_FALSE(outcome.error) << message_of(outcome.error);
+  EXPECT_EQ(sums, (std::vector<float>{10, 10, 10, 10}));
+}
+
+TEST_F(SpawnedDevicesTest, NoSpawnStartsAfreshWhileAThreadOfAnEarlierOneStillRuns) {
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto left = std::make_unique<SpawnedDevices>(
+      [release](int ordinal) {
+        if (ordinal == 1) {
+          while (!*release) std::this_thread::sleep_for(1ms);  // still drives device 1
+          return;
+        }
+        all_reduce_of_ones();
+      },
+      4);
+  left->interrupt("the test interrupted the spawn");
+  const auto others_deadline = SpawnClock::now() + kPrompt;
+  while (left->wait_until(SpawnClock::now() + 10ms).size() > 1 && SpawnClock::now() < others_deadline) {
+  }
+  EXPECT_EQ(left->wait_until(SpawnClock::now()), std::vector<int>{1});
+  left->abandon();
+  left.reset();
+  // Its devices stay failed: a second driver of device 1 would meet the first's collectives.
+  SpawnedDevices meanwhile([](int) { all_reduce_of_ones(); }, 4);
+  for (const SpawnedOutcome& outcome : meanwhile.finish()) {
+    EXPECT_TRUE(is<CollectiveError>(outcome.error)) << message_of(outcome.error);
+  }
+  *release = true;
+  const auto deadline = SpawnClock::now() + kPrompt;
+  while (release.use_count() > 1 && SpawnClock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(release.use_count(), 1) << "the left thread never ended";
+  SpawnedDevices after([](int) { all_reduce_of_ones(); }, 4);
+  for (const SpawnedOutcome& outcome : after.finish()) EXPECT_FALSE(outcome.error) << message_of(outcome.error);
+}
+
 TEST_F(SpawnedDevicesTest, ThreadsStillRunningAfterAnInterruptAreReportedAndMayBeLeftBehind) {
   auto release = std::make_shared<std::atomic<bool>>(false);
   auto devices = std::make_unique<SpawnedDevices>(

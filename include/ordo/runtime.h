@@ -73,10 +73,15 @@ class DeviceGuard {
 // (mark_device_absent): a peer waiting for a collective the device never
 // queued fails at once, naming it, instead of timing out.
 //
-// A call that throws marks its device failed until shutdown(), so that
-// peers waiting for it in a collective fail at once instead of timing out;
-// once every thread has finished, spawn rethrows the first exception thrown
-// (a thread ended by pthread_exit or cancellation counts as ExecutionError).
+// A call that throws marks its device failed, so that peers waiting for it
+// in a collective fail at once instead of timing out; once every thread has
+// finished, spawn rethrows the first exception thrown (a thread ended by
+// pthread_exit or cancellation counts as ExecutionError). The device stays
+// failed until shutdown() or, in one process, until the next spawn, which
+// starts clean: it forgets what failures left (failed devices, groups and
+// rendezvous out of step, a collective a failed call traced and never ran),
+// unless a thread of an earlier spawn still runs or a device it leaves out
+// has work queued or a collective traced (api/spawned_devices.h).
 // If a thread cannot be started, the devices without one are marked failed
 // and spawn rethrows that error (std::system_error) once the others finish.
 void spawn(const std::function<void(int)>& fn, int count = -1);

@@ -153,7 +153,10 @@ def spawn(fn, args=(), nprocs=None):
     its index; under mpirun, the process's rank times its devices plus the
     index), as torch_xla's spawn gives it. If a call raises, its device is
     marked failed (its peers' collectives fail promptly instead of waiting)
-    and spawn raises the first error, saying which ordinal raised it. A
+    and spawn raises the first error, saying which ordinal raised it; the
+    next spawn in this process starts clean (see ordo::spawn in
+    include/ordo/runtime.h), while until then the caller's collectives that
+    need the device fail at once. A
     device whose call returned is absent until spawn returns: a peer waiting
     for a collective or rendezvous it never joined fails promptly too. A
     spawn of every device returns once the devices ran what their calls
@@ -161,7 +164,7 @@ def spawn(fn, args=(), nprocs=None):
     device wait for the missing ones: give them replica groups.
 
     Ctrl-C while spawn waits declares every spawned device failed (until
-    shutdown) and interrupts what it queued: the threads' collectives and
+    the next spawn, or shutdown) and interrupts what it queued: the threads' collectives and
     rendezvous fail at once with CollectiveError naming the interrupt.
     spawn gives the threads 0.3 s to end (a second Ctrl-C cuts it short),
     then raises the KeyboardInterrupt, with a note of what their calls

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -41,6 +42,22 @@ class DeviceNews {
   }
   void interrupted(int ordinal, const std::string& reason) const noexcept {
     tell([&] { interrupt_device(ordinal, reason); });
+  }
+  // A spawn of `count` devices starts afresh if it may (see the header).
+  void spawn_starts(int count, int earlier_threads_running) const noexcept {
+    tell([&] {
+      runtime::Runtime& rt = runtime::get();
+      if (earlier_threads_running > 0 || !rt.communicator().out_of_step()) return;
+      for (int index = count; index < rt.num_devices(); ++index) {
+        if (!rt.device(index).worker().idle() || has_collectives_pending(index)) return;
+      }
+      for (int index = 0; index < count; ++index) {
+        drop_collectives_left_behind(index, "as a spawn started afresh: its peers went past its collectives");
+      }
+      for (int index = 0; index < count; ++index) wait_device_ops(index);
+      for (int index = 0; index < rt.num_devices(); ++index) rt.device(index).take_failure();
+      rt.communicator().start_afresh();
+    });
   }
   // Every wait first, then every clear; a wait that fails (interrupted)
   // still leaves the devices to be cleared.
@@ -102,6 +119,16 @@ namespace {
 
 thread_local int t_spawned_device = -1;  // the device this thread was spawned for
 
+// Spawned threads still running, of every spawn: one left behind by an
+// interrupt still drives its device, so no later spawn starts afresh.
+std::atomic<int> g_threads_running{0};
+
+// Ends a spawned thread's count, on every way out of it (the forced
+// unwind of pthread_exit included).
+struct Uncounted {
+  ~Uncounted() { g_threads_running.fetch_sub(1, std::memory_order_acq_rel); }
+};
+
 // The body of device `ordinal`'s thread. UndefinedBehaviorSanitizer is off
 // here: it takes the catch of abi::__forced_unwind by reference (the only
 // way to let pthread_exit unwind through) for a null reference.
@@ -133,11 +160,17 @@ SpawnedDevices::SpawnedDevices(Function fn, int64_t requested, SpawnOptions opti
                  "], got ", requested);
   const int count = static_cast<int>(requested);
   state_ = std::make_shared<State>(std::move(fn), std::move(options), count);
+  state_->news.spawn_starts(count, g_threads_running.load(std::memory_order_acquire));
   threads_.reserve(static_cast<size_t>(count));
   for (int ordinal = 0; ordinal < count; ++ordinal) {
+    g_threads_running.fetch_add(1, std::memory_order_acq_rel);
     try {
-      threads_.emplace_back([state = state_, ordinal] { run_device(*state, ordinal); });
+      threads_.emplace_back([state = state_, ordinal] {
+        const Uncounted uncounted;
+        run_device(*state, ordinal);
+      });
     } catch (...) {
+      g_threads_running.fetch_sub(1, std::memory_order_acq_rel);
       // The devices that got no thread are gone: their peers fail instead
       // of waiting for them.
       const std::string reason =

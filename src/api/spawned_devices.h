@@ -15,8 +15,8 @@
 // replace it while threads left behind by an interrupt still run, and
 // these devices have no peers left to tell there):
 // - fn threw, or its thread ended before fn returned (pthread_exit,
-//   cancellation): the device failed, for good (mark_device_failed), so that
-//   its peers fail instead of waiting for it;
+//   cancellation): the device failed (mark_device_failed) until a spawn
+//   starts afresh (below), so that its peers fail instead of waiting for it;
 // - fn returned (with SpawnOptions::absence): the device is absent until the
 //   spawn ends (mark_device_absent): a peer waiting for a collective it never
 //   traced fails at once rather than at its timeout;
@@ -26,6 +26,16 @@
 //   queue ran would let that queue's collective wait for the cleared
 //   device); a spawn of fewer devices cannot wait, since a queued collective
 //   may need a device that the caller drives only after the spawn returns.
+// - A spawn starts afresh when earlier failures left the communicator out
+//   of step (Communicator::out_of_step), no thread of an earlier spawn
+//   still runs, and every device it leaves to the caller is idle with no
+//   collective traced (a fresh start would orphan it): each spawned device
+//   drops the pending graph its failed driver left if it holds a
+//   collective and runs its queue, every device forgets the failure
+//   recorded for its next step, and the communicator forgets the devices'
+//   failures, absences, interrupts and numbering (start_afresh), so the
+//   spawn meets as in a new runtime. Under MPI, whose numbering and news
+//   other processes share, nothing is forgotten: the devices stay gone.
 //
 // Locking: one mutex guards the outcomes; it is never held while fn runs,
 // while news is told, or while an interrupt check runs.
@@ -118,5 +128,12 @@ int spawned_device_of_this_thread();
 
 // The ordinal whose call failed first in time, or -1 if none failed.
 int first_failure(const std::vector<SpawnedOutcome>& outcomes);
+
+// What a spawn that starts afresh does with a device's pending graph
+// (steps.cc): drops it as drop_pending_graph does, saying `why`, if it
+// holds a collective, whose peers have gone past it; else keeps it.
+void drop_collectives_left_behind(int device, const std::string& why);
+// Whether the device's pending graph holds a collective (steps.cc).
+bool has_collectives_pending(int device);
 
 }  // namespace ordo::api

@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "core/trace_events.h"
+#include "api/spawned_devices.h"
 #include "executor/compile_cache.h"
 #include "executor/debug_analysis.h"
 #include "executor/graph_executor.h"
@@ -65,33 +66,42 @@ void wait_device_ops() {
   for (int d = 0; d < rt.num_devices(); ++d) rt.device(d).worker().drain();
 }
 
-void drop_pending_graph(int device) {
+namespace {
+
+// A collective of a dropped graph, abandoned at the communicator.
+struct Abandoned {
+  ir::OpKind op;
+  ir::CollectiveAttrs attrs;
+};
+
+// The collectives among roots' nodes, in post-order (a token chain's
+// collectives in the chain's order).
+std::vector<Abandoned> collectives_of(const std::vector<ir::Value>& roots) {
+  std::vector<Abandoned> collectives;
+  const ir::PostOrder walk = ir::post_order(roots);
+  for (const ir::Node* node : walk.nodes) {
+    if (ir::op_group(node->op()) == ir::OpGroup::kCollective) {
+      collectives.push_back({node->op(), ir::decode_collective(*node)});
+    }
+  }
+  return collectives;
+}
+
+// drop_pending_graph, saying `why` (the tensors' values) and `abandoned`
+// (the collectives' peers); with only_with_collectives, a graph without a
+// collective is kept.
+void drop_graph(int ordinal, const std::string& why, const std::string& abandoned, bool only_with_collectives) {
   lazy::GraphTable& graphs = lazy::graphs();
-  const int ordinal = runtime::resolve_device(device);
   device::Device& dev = graphs.runtime().device(ordinal);
   lazy::DeviceGraph& graph = graphs.graph(ordinal);
   std::lock_guard<std::mutex> lock(graph.mu);
   const std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
   const std::vector<ir::Value> roots = graph.roots_of(tensors);
   if (roots.empty()) return;
-  struct Abandoned {
-    ir::OpKind op;
-    ir::CollectiveAttrs attrs;
-  };
-  std::vector<Abandoned> collectives;
-  {
-    // In post-order, a token chain's collectives come in the chain's order.
-    const ir::PostOrder walk = ir::post_order(roots);
-    for (const ir::Node* node : walk.nodes) {
-      if (ir::op_group(node->op()) == ir::OpGroup::kCollective) {
-        collectives.push_back({node->op(), ir::decode_collective(*node)});
-      }
-    }
-  }
-  const device::Failure dropped{
-      ErrorCode::kExecution,
-      str_cat("the value of this tensor was dropped with drop_pending_graph(", ordinal,
-              ") before it was computed")};
+  std::vector<Abandoned> collectives = collectives_of(roots);
+  if (only_with_collectives && collectives.empty()) return;
+  const device::Failure dropped{ErrorCode::kExecution,
+                                str_cat("the value of this tensor was dropped ", why, " before it was computed")};
   // Everything that may throw comes first, so that a failure leaves the
   // graph as it was.
   std::vector<std::shared_ptr<device::DeviceData>> failed;
@@ -103,15 +113,35 @@ void drop_pending_graph(int device) {
     // On the worker, after the graphs submitted before (under the graph
     // mutex, like a cut): a device's collectives are numbered in the order
     // its worker reaches them.
-    dev.worker().submit([collectives = std::move(collectives), &dev] {
-      for (const Abandoned& c : collectives) {
-        dev.communicator().abandon(c.op, c.attrs, dev.ordinal(),
-                                   "its pending graph was dropped (drop_pending_graph)");
-      }
+    dev.worker().submit([collectives = std::move(collectives), abandoned, &dev] {
+      for (const Abandoned& c : collectives) dev.communicator().abandon(c.op, c.attrs, dev.ordinal(), abandoned);
     });
   }
   graph.cut(tensors, failed);
 }
+
+}  // namespace
+
+void drop_pending_graph(int device) {
+  const int ordinal = runtime::resolve_device(device);
+  drop_graph(ordinal, str_cat("with drop_pending_graph(", ordinal, ")"),
+             "its pending graph was dropped (drop_pending_graph)", false);
+}
+
+namespace api {
+
+bool has_collectives_pending(int device) {
+  lazy::DeviceGraph& graph = lazy::graphs().graph(runtime::resolve_device(device));
+  std::lock_guard<std::mutex> lock(graph.mu);
+  const std::vector<ir::Value> roots = graph.roots_of(graph.pending_tensors());
+  return !roots.empty() && !collectives_of(roots).empty();
+}
+
+void drop_collectives_left_behind(int device, const std::string& why) {
+  drop_graph(runtime::resolve_device(device), why, "its pending graph was dropped " + why, true);
+}
+
+}  // namespace api
 
 std::string dump_pending_graph(int device) {
   const int ordinal = runtime::resolve_device(device);

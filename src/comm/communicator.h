@@ -85,6 +85,17 @@ class Communicator {
   // with the id this returned.
   virtual uint64_t interrupt(int device, const std::string& reason) = 0;
   virtual void end_interrupt(int device, uint64_t id) = 0;
+  // Whether earlier failures left what start_afresh forgets: a device
+  // failed, absent or interrupted, a collective that failed or was
+  // abandoned (its members may be at different numbers since), an
+  // exchange round still held.
+  virtual bool out_of_step() { return false; }
+  // Every device of this process ran its queue and is about to be driven
+  // afresh (a spawn of every device starts): forgets all of the above, so
+  // that the devices meet as in a new runtime. Returns whether it did. A
+  // backend whose numbering and news other processes share cannot on its
+  // own, and keeps everything (MPI: its devices stay gone for the peers).
+  virtual bool start_afresh() { return false; }
 
   // Meets the other participants of call's round and returns every
   // participant's payload, in ordinal order. Rounds are counted per tag,

@@ -51,6 +51,17 @@ void DeviceStatus::clear_absent(int device) {
   if (!record.is_gone()) gone_count_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
+void DeviceStatus::forget(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Record& record = record_locked(device);
+  ++record.absence_epoch;
+  if (record.is_gone()) gone_count_.fetch_sub(1, std::memory_order_seq_cst);
+  for (std::optional<std::string>& reason : record.gone) reason.reset();
+  if (record.interrupt_id != 0) interrupted_count_.fetch_sub(1, std::memory_order_seq_cst);
+  record.interrupt_id = 0;
+  record.interrupt_reason.clear();
+}
+
 std::optional<std::string> DeviceStatus::gone_reason(int device) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (const Record* record = find_locked(device)) {

@@ -6,7 +6,8 @@
 //   is failed (for good: its driving thread died, or its runtime shut
 //   down), finished (for good: its program ended, as when its process said
 //   goodbye at exit) or absent (nothing drives it now, as when its spawn
-//   thread returned, until it is driven again). A waiting collective fails
+//   thread returned, until it is driven again); forget() ends any of them
+//   when a spawn starts afresh. A waiting collective fails
 //   with gone_failure; a device's own graph that fails abandons its
 //   collectives, whose peers fail with abandoned_failure.
 // - Interrupted (Communicator::interrupt): every collective of the device
@@ -78,6 +79,11 @@ class DeviceStatus {
   bool any_interrupted() const { return interrupted_count_.load(std::memory_order_acquire) > 0; }
   // Why the device's waits are interrupted, if they are.
   std::optional<std::string> interrupt_reason(int device) const;
+
+  // The device is driven afresh (a spawn starts clean once every device
+  // ran its queue): no reason to be gone and no interrupt are left; an
+  // absence still queued for it is dropped, as by clear_absent.
+  void forget(int device);
 
  private:
   struct Record {

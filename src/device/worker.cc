@@ -33,6 +33,11 @@ void Worker::submit(std::function<void()> task, RunBy run_by) {
 
 void Worker::drain() { drain_to(0); }
 
+bool Worker::idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return outstanding() == 0;
+}
+
 void Worker::drain_to(size_t most, const char* what) {
   std::unique_lock<std::mutex> lock(mu_);
   const int bounded = most > 0 ? 1 : 0;

@@ -53,6 +53,9 @@ class Worker {
   // is left. done() is called with the worker's lock held: a cheap check
   // that does not use the worker.
   bool help_until(const std::function<bool()>& done);
+  // Whether no task is queued or running now (a spawn that starts afresh
+  // asks it of the devices it leaves to the caller).
+  bool idle();
 
  private:
   void loop(int cpu);

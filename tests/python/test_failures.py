@@ -313,6 +313,8 @@ def test_the_peers_of_a_failed_device_are_told_who_is_gone(bounded_timeouts):
     # Later collectives that need device 3 fail at once too, saying why.
     with pytest.raises(ordo.CollectiveError, match=re.escape(gone)):
         all_reduce_of_ones(0)
+    # Until the next spawn, which starts clean (test_spawn_after_failure.py).
+    assert [r.tolist() for r in ordo.spawn(all_reduce_of_ones)] == [[4.0, 4.0]] * 4
 
 
 def test_a_peer_whose_graph_fails_makes_the_others_fail_promptly(bounded_timeouts):

@@ -26,4 +26,15 @@ uint64_t InProcessCommunicator::interrupt(int device, const std::string& reason)
   return id;
 }
 
+bool InProcessCommunicator::out_of_step() {
+  return status_.any_gone() || status_.any_interrupted() || groups_.had_failures() || exchange_.unsettled();
+}
+
+bool InProcessCommunicator::start_afresh() {
+  for (int device = 0; device < world_size_; ++device) status_.forget(device);
+  groups_.start_afresh();
+  exchange_.start_afresh();
+  return true;
+}
+
 }  // namespace ordo::comm

@@ -38,6 +38,8 @@ class InProcessCommunicator : public Communicator {
   void clear_device_absent(int device) override { status_.clear_absent(device); }
   uint64_t interrupt(int device, const std::string& reason) override;
   void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
+  bool out_of_step() override;
+  bool start_afresh() override;
   std::vector<std::string> exchange(const ExchangeCall& call) override { return exchange_.exchange(call); }
 
  private:

@@ -64,6 +64,19 @@ size_t LocalExchange::round_counts_held() const {
   return held;
 }
 
+bool LocalExchange::unsettled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !meetings_.empty() ||
+         std::any_of(rounds_.begin(), rounds_.end(), [](const auto& counts) { return !counts.empty(); });
+}
+
+void LocalExchange::start_afresh() {
+  std::lock_guard<std::mutex> lock(mu_);
+  meetings_.clear();
+  for (auto& counts : rounds_) counts.clear();
+  std::fill(waiting_in_.begin(), waiting_in_.end(), nullptr);
+}
+
 void LocalExchange::forget_rounds_if_level_locked(const Round& done) {
   // Round counts exist to tell a tag's rounds apart. Once every participant
   // took this round and none started the next, they all start again at 0,

@@ -53,6 +53,12 @@ class LocalExchange {
   // of tags whose participants are not level (tests check that tags used
   // once do not pile up).
   size_t round_counts_held() const;
+  // Whether a round is held (a meeting not every participant left, or
+  // participants not level in a tag's rounds): what a failure leaves.
+  bool unsettled() const;
+  // Every device starts again at round 0 of every tag, with no meeting
+  // left. Only while no device waits in an exchange.
+  void start_afresh();
 
  private:
   using Round = std::tuple<std::string, std::vector<int>, int64_t>;  // tag, participants, number

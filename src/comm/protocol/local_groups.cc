@@ -140,6 +140,15 @@ LocalGroups::Route LocalGroups::route_for(const ir::CollectiveAttrs& attrs, int 
 }
 
 void LocalGroups::run(const CollectiveCall& call) {
+  try {
+    run_in_channel(call);
+  } catch (...) {
+    had_failures_.store(true, std::memory_order_release);
+    throw;
+  }
+}
+
+void LocalGroups::run_in_channel(const CollectiveCall& call) {
   const int64_t arrived_ns = steady_now_ns();
   const Route route = route_for(call.attrs, call.device);
   Channel& channel = *route.channel;
@@ -184,6 +193,7 @@ void LocalGroups::run(const CollectiveCall& call) {
 
 void LocalGroups::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
                                     const std::string& reason) {
+  had_failures_.store(true, std::memory_order_release);
   const Route route = route_for(attrs, device);
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
@@ -195,6 +205,17 @@ void LocalGroups::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int d
     channel.join_failed_locked(sequence, route.rank, abandoned_failure(device, op, sequence, channel.group(), reason));
   }
   channel.mark_done(route.rank, sequence);
+}
+
+void LocalGroups::start_afresh() {
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  // The routes and progress records point into the channels and
+  // partitions, so all go together.
+  routes_ = std::vector<DeviceRoutes>(static_cast<size_t>(world_size_));
+  progress_ = std::vector<DeviceProgress>(static_cast<size_t>(world_size_));
+  channels_.clear();
+  partitions_.clear();
+  had_failures_.store(false, std::memory_order_release);
 }
 
 void LocalGroups::wake() {

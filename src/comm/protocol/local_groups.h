@@ -18,11 +18,13 @@
 // changes). routes_[d] is used only by whoever runs device d's tasks, the
 // only caller of run and abandon for d: its worker thread or a thread
 // waiting for d, one at a time, ordered by the worker's mutex (worker.h).
-// It alone writes progress_[d], which waiters read (progress.h). Order:
+// It alone writes progress_[d], which waiters read (progress.h).
+// start_afresh replaces all of these while nobody uses them. Order:
 // channels_mu_ before Channel::mu (channel.h), before DeviceStatus
 // (comm/device_status.h).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +50,15 @@ class LocalGroups {
   // After a device was declared gone, absent or interrupted: sleepers
   // check under their channel's mutex.
   void wake();
+  // Whether a collective failed or was abandoned since the start (or the
+  // last start_afresh): the members of its group may then be at different
+  // numbers, which only start_afresh brings level again.
+  bool had_failures() const { return had_failures_.load(std::memory_order_acquire); }
+  // Every group starts again at collective #0 with no device's history:
+  // what failures left (members at different numbers, failed slots, joins
+  // of abandoned collectives still pending) is forgotten. Only while no
+  // device runs or waits in a collective (every queue ran).
+  void start_afresh();
 
  private:
   // A device's way into the channel of its group in one partition.
@@ -63,6 +74,7 @@ class LocalGroups {
     std::vector<std::pair<ReplicaGroups, Route>> partitions;
   };
 
+  void run_in_channel(const CollectiveCall& call);
   Route route_for(const ir::CollectiveAttrs& attrs, int device);
   // The channel of device's group in groups (a partition; empty: the
   // world), made on first use, and device's rank in it.
@@ -77,6 +89,7 @@ class LocalGroups {
   std::map<ReplicaGroups, std::unique_ptr<Partition>> partitions_;  // by canonical groups
   std::vector<DeviceRoutes> routes_;      // by device
   std::vector<DeviceProgress> progress_;  // by device
+  std::atomic<bool> had_failures_{false};
 };
 
 }  // namespace ordo::comm
