@@ -2,14 +2,11 @@
 // tests/mpi/mpi_tests.cmake): one over 2 GiB, longer than MPI's int count,
 // arrives intact; and a sender that runs out of memory fails every
 // participant at once with its reason, not its peers' timeout.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +17,7 @@
 #include "comm/mpi/mpi_world.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"
+#include "test_util.h"
 
 namespace ordo::comm {
 namespace {
@@ -98,27 +96,15 @@ TEST_F(MpiLargePayload, RendezvousCarriesAPayloadOverTwoGiBIntact) {
   EXPECT_EQ(got, (std::vector<std::string>{"0", "1"}));
 }
 
-size_t address_space_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0;
-  statm >> pages;
-  return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
 TEST_F(MpiLargePayload, ASenderShortOfMemoryFailsEveryParticipantAtOnce) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a sanitizer's shadow memory takes the address space a limit would bound";
 #endif
   constexpr size_t kPayload = size_t{256} << 20;
   const std::string payload = me() == 0 ? patterned(kPayload) : std::string("short");
-  rlimit before{};
-  ASSERT_EQ(getrlimit(RLIMIT_AS, &before), 0);
-  if (me() == 0) {
-    // Room for small allocations, not for a copy of the payload.
-    rlimit limited = before;
-    limited.rlim_cur = address_space_bytes() + (size_t{96} << 20);
-    ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
-  }
+  // Room for small allocations in process 0, not for a copy of the payload.
+  std::optional<ordo::testing::ScopedAddressSpaceLimit> no_room_for_a_copy;
+  if (me() == 0) no_room_for_a_copy.emplace(size_t{96} << 20);
   const auto start = std::chrono::steady_clock::now();
   std::string error;
   ErrorCode code = ErrorCode::kInternal;
@@ -131,9 +117,7 @@ TEST_F(MpiLargePayload, ASenderShortOfMemoryFailsEveryParticipantAtOnce) {
   } catch (const std::bad_alloc&) {
     error = "a bare std::bad_alloc";
   }
-  if (me() == 0) {
-    ASSERT_EQ(setrlimit(RLIMIT_AS, &before), 0);
-  }
+  no_room_for_a_copy.reset();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 10.0) << "process " << me() << " failed only at its timeout: " << error;
   EXPECT_NE(error.find("rendezvous 'short of memory': device 0 ran out of memory sending its payload of 268435456 "

@@ -27,8 +27,7 @@ device::Failure sending_failure(std::string_view tag, int device, size_t bytes) 
   try {
     throw;
   } catch (const std::bad_alloc&) {
-    return {ErrorCode::kOutOfMemory, str_cat(describe_tag(tag), ": device ", device,
-                                             " ran out of memory sending its payload of ", bytes, " bytes")};
+    return exchange_out_of_memory(tag, device, bytes);
   } catch (const Error& e) {
     return {e.code(), str_cat(describe_tag(tag), ": device ", device, " could not send its payload of ", bytes,
                               " bytes: ", e.what())};
