@@ -106,8 +106,8 @@ class MpiLink {
   std::optional<std::string> try_take(int process, int tag, int* source = nullptr);
   // The same, and the receives of the body that follows the message, which
   // followers_of(message, source) places (called holding the MPI lock: it
-  // must not call the link), posted in the same hold, so that bodies are
-  // matched in the order their messages were taken.
+  // must neither call the link nor take a lock), posted in the same hold,
+  // so that bodies are matched in the order their messages were taken.
   using FollowersOf = std::function<Followers(const std::string& message, int source)>;
   std::optional<std::string> try_take(int process, int tag, int* source, const FollowersOf& followers_of);
   // Gives up on requests that cannot complete (a peer failed): receives
@@ -120,8 +120,8 @@ class MpiLink {
 
  private:
   enum class Way { kSend, kReceive };
-  // The caller holds mu_ for these.
-  // Completes what it can of the owned sends.
+  // The caller holds mu_ for these. reap_owned_locked completes what it
+  // can of the owned sends.
   void reap_owned_locked();
   void post_locked(Way way, const std::byte* at, int count, MPI_Datatype type, int process, int tag,
                    Requests& into);
