@@ -1,13 +1,18 @@
 // The in-process exchange's round counts: tags used once do not pile up,
-// and a tag's rounds still meet in order when devices are not level.
+// and a tag's rounds still meet in order when devices are not level; a
+// device short of memory for its payload fails the round for everyone.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "comm/device_status.h"
 #include "comm/protocol/local_exchange.h"
+#include "ordo/collectives.h"
+#include "ordo/error.h"
+#include "test_util.h"
 
 namespace ordo::comm {
 namespace {
@@ -51,6 +56,46 @@ TEST(ExchangeRoundsTest, ARepeatedTagMeetsRoundByRoundAndEndsLevel) {
   const std::vector<std::string> last = run_rounds(exchange, 300, [](int) { return std::string("step"); });
   EXPECT_EQ(last, (std::vector<std::string>{"0:299", "1:299", "2:299"}));
   EXPECT_EQ(exchange.round_counts_held(), 0u);
+}
+
+TEST(ExchangeRoundsTest, ADeviceShortOfMemoryFailsTheRoundForEveryParticipantAtOnce) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's shadow memory takes the address space a limit would bound";
+#endif
+  const CollectiveTimeouts before_timeouts = collective_timeouts();
+  set_collective_timeouts({10.0, 20.0});  // the old behaviour: a wait this long
+  DeviceStatus status;
+  LocalExchange exchange(kWorld, status);
+  const std::string words = "rendezvous 'short': device 0 ran out of memory sending its payload of 268435456 bytes";
+  std::vector<std::string> errors(kWorld);
+  std::vector<double> seconds(kWorld);
+  auto take_part = [&](int d, const std::string& payload) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      exchange.exchange({d, "short", {}, payload});
+    } catch (const OutOfMemoryError& e) {
+      errors[d] = std::string("OutOfMemoryError: ") + e.what();
+    } catch (const CollectiveError& e) {
+      errors[d] = std::string("CollectiveError: ") + e.what();
+    } catch (const std::exception& e) {
+      errors[d] = std::string("other: ") + e.what();
+    }
+    seconds[d] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<std::thread> peers;
+  for (int d = 1; d < kWorld; ++d) peers.emplace_back(take_part, d, "short");
+  const std::string payload(size_t{256} << 20, 'x');
+  {
+    const ordo::testing::ScopedAddressSpaceLimit no_room_for_a_copy(size_t{96} << 20);
+    take_part(0, payload);
+  }
+  for (std::thread& t : peers) t.join();
+  set_collective_timeouts(before_timeouts);
+  EXPECT_EQ(errors[0], "OutOfMemoryError: " + words);
+  for (int d = 1; d < kWorld; ++d) {
+    EXPECT_EQ(errors[d], "CollectiveError: " + words) << "device " << d;
+    EXPECT_LT(seconds[d], 5.0) << "device " << d << " waited for the timeout";
+  }
 }
 
 }  // namespace

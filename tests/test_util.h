@@ -1,7 +1,13 @@
 // Shared test fixtures.
 #pragma once
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include <cstddef>
+#include <fstream>
 
 #include "ordo/ordo.h"
 
@@ -39,6 +45,29 @@ class FourDeviceLongTimeoutsTest : public FourDeviceTest {
     set_collective_timeouts({});
     FourDeviceTest::TearDown();
   }
+};
+
+// Bounds the process's address space to what it uses now and `headroom`
+// more, until destroyed: a larger allocation then fails (std::bad_alloc),
+// as on a host short of memory. Not under a sanitizer, whose shadow
+// memory takes address space.
+class ScopedAddressSpaceLimit {
+ public:
+  explicit ScopedAddressSpaceLimit(size_t headroom) {
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    statm >> pages;
+    EXPECT_EQ(getrlimit(RLIMIT_AS, &before_), 0);
+    rlimit limited = before_;
+    limited.rlim_cur = pages * static_cast<size_t>(sysconf(_SC_PAGESIZE)) + headroom;
+    EXPECT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
+  }
+  ~ScopedAddressSpaceLimit() { EXPECT_EQ(setrlimit(RLIMIT_AS, &before_), 0); }
+  ScopedAddressSpaceLimit(const ScopedAddressSpaceLimit&) = delete;
+  ScopedAddressSpaceLimit& operator=(const ScopedAddressSpaceLimit&) = delete;
+
+ private:
+  rlimit before_{};
 };
 
 }  // namespace ordo::testing

@@ -48,6 +48,11 @@ device::Failure exchange_peer_gone(std::string_view tag, int device, const std::
   return {ErrorCode::kCollective, str_cat(describe_tag(tag), ": device ", device, " is gone (", reason, ")")};
 }
 
+device::Failure exchange_out_of_memory(std::string_view tag, int device, size_t bytes) {
+  return {ErrorCode::kOutOfMemory,
+          str_cat(describe_tag(tag), ": device ", device, " ran out of memory sending its payload of ", bytes, " bytes")};
+}
+
 device::Failure exchange_interrupted(std::string_view tag, int device, const std::string& reason) {
   return {ErrorCode::kCollective,
           str_cat(describe_tag(tag), " cannot complete: device ", device, " was interrupted", reason)};

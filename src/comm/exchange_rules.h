@@ -6,6 +6,7 @@
 //   if (timed_out) return exchange_timeout(call.device, seconds, call.tag, missing);
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ device::Failure exchange_timeout(int device, double timeout_seconds, std::string
 device::Failure exchange_given_up(std::string_view tag, const std::string& why);
 // device, which the round waits for, is gone (failed or absent).
 device::Failure exchange_peer_gone(std::string_view tag, int device, const std::string& reason);
+// device could not keep or send its payload of `bytes` (an
+// OutOfMemoryError for it; the others fail with the same words as a
+// CollectiveError, at once).
+device::Failure exchange_out_of_memory(std::string_view tag, int device, size_t bytes);
 // device was interrupted while it waited in the round (reason: the
 // interrupt's, or "by KeyboardInterrupt while it waited").
 device::Failure exchange_interrupted(std::string_view tag, int device, const std::string& reason);

@@ -1,5 +1,7 @@
 #include "python/module.h"
 
+#include <new>
+
 namespace ordo::python {
 
 // Only this layer turns ordo errors into Python exceptions: bad arguments
@@ -36,6 +38,10 @@ void bind_errors(py::module_& m) {
       PyErr_SetString(execution.ptr(), e.what());
     } catch (const InternalError& e) {
       PyErr_SetString(PyExc_SystemError, e.what());
+    } catch (const std::bad_alloc&) {
+      // What an allocation of ordo's own did not say itself (pybind11's
+      // default: a bare MemoryError "std::bad_alloc").
+      PyErr_SetString(out_of_memory.ptr(), "ordo ran out of memory (std::bad_alloc: an allocation failed)");
     }
   });
 }

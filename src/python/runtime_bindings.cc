@@ -38,6 +38,18 @@ void clear_pending_irs(const py::object& device) {
   drop_pending_graph(ordinal);
 }
 
+// A rendezvous's i-th payload as bytes; short of memory, an OutOfMemoryError
+// saying which (pybind11's bytes would say "Could not allocate bytes object!").
+py::bytes payload_bytes(const std::string& tag, size_t i, const std::string& payload) {
+  PyObject* bytes = PyBytes_FromStringAndSize(payload.data(), static_cast<Py_ssize_t>(payload.size()));
+  if (bytes == nullptr) {
+    PyErr_Clear();
+    throw_error<OutOfMemoryError>("rendezvous '", tag, "': no memory for Python bytes of payload ", i, " (",
+                                  payload.size(), " bytes)");
+  }
+  return py::reinterpret_steal<py::bytes>(bytes);
+}
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
@@ -86,7 +98,7 @@ void bind_runtime(py::module_& m) {
       return rendezvous(tag, bytes, replicas, &print_on_python_stdout);
     });
     py::list out;
-    for (const std::string& p : payloads) out.append(py::bytes(p));
+    for (size_t i = 0; i < payloads.size(); ++i) out.append(payload_bytes(tag, i, payloads[i]));
     return out;
   });
   m.def("dump_pending_graph", &dump_pending_graph, py::arg("device") = -1);

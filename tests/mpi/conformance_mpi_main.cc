@@ -7,6 +7,8 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -18,11 +20,18 @@
 namespace ordo::conformance {
 namespace {
 
+// ORDO_TEST_MPI_PIECE_BYTES: the backend's longest MPI message, so that
+// small data takes the paths of data over 1 GiB (cut into pieces).
+size_t piece_bytes_from_env() {
+  const char* text = std::getenv("ORDO_TEST_MPI_PIECE_BYTES");
+  return text == nullptr ? comm::kMessagePieceBytes : std::stoul(text);
+}
+
 Backend mpi_backend(const comm::MpiWorld& world, MPI_Comm harness) {
   const comm::Topology& topology = world.topology();
   return {"mpi", topology.world_size(),
-          [&world](int) {
-            Session session{comm::make_mpi_communicator(world), {}};
+          [&world, piece = piece_bytes_from_env()](int) {
+            Session session{comm::make_mpi_communicator(world, piece), {}};
             for (int index = 0; index < world.topology().local_devices(); ++index) {
               session.devices.push_back(world.topology().global_ordinal(index));
             }

@@ -128,6 +128,16 @@ endforeach()
 ordo_add_mpi_test(NAME mpi_failures_2x2_shm_off
   ARGS -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_MPI_SHM=off $<TARGET_FILE:mpi_failures_test>)
 
+# Rendezvous payloads past MPI's int count: one over 2 GiB arrives intact
+# (about 8 GiB between the two processes, seconds), and a sender short of
+# memory fails both processes at once with its reason.
+add_executable(mpi_large_payload_test tests/mpi/mpi_large_payload_test.cc)
+target_include_directories(mpi_large_payload_test PRIVATE src tests)
+target_compile_options(mpi_large_payload_test PRIVATE -Wall -Wextra)
+target_link_libraries(mpi_large_payload_test PRIVATE ordo GTest::gtest GTest::gtest_main)
+ordo_add_mpi_test(NAME mpi_rendezvous_large_payload_2x1 TIMEOUT 120
+  ARGS -np 2 -x ORDO_NUM_DEVICES=1 $<TARGET_FILE:mpi_large_payload_test>)
+
 # The same lines on every layout of one world (same_across_layouts.sh runs
 # mpirun itself, each run with its bound): the bitwise-layout property
 # (bitwise_layout.cc: 1 x 8 in-process, 2 x 4, 4 x 2, 8 x 1, on one host
@@ -255,11 +265,20 @@ foreach(suite comm_conformance comm_exchange_conformance)
 endforeach()
 
 # The same suites with headers by MPI between the processes of this host
-# too (every other run above sends them through shared memory).
-foreach(suite comm_conformance comm_exchange_conformance)
+# too (every other run above sends them through shared memory), and with
+# MPI messages of at most a few KB, so that data and payloads take the
+# paths of those over 1 GiB (cut into pieces; a payload after its note).
+# (1000 bytes doubled the collectives' time: 4000 there.)
+foreach(suite_piece comm_conformance:4000 comm_exchange_conformance:1000)
+  string(REPLACE ":" ";" suite_piece ${suite_piece})
+  list(GET suite_piece 0 suite)
+  list(GET suite_piece 1 piece)
   if(NOT ORDO_MPI_COMMUNICATOR_STANDIN)
     ordo_add_mpi_test(NAME ${suite}_mpi_2x2_shm_off TIMEOUT 150
       ARGS --tag-output -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_MPI_SHM=off $<TARGET_FILE:${suite}_mpi_test> --gtest_color=no)
+    ordo_add_mpi_test(NAME ${suite}_mpi_2x2_small_pieces TIMEOUT 150
+      ARGS --tag-output -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_MPI_PIECE_BYTES=${piece}
+           $<TARGET_FILE:${suite}_mpi_test> --gtest_color=no)
   endif()
 endforeach()
 

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -173,6 +175,93 @@ TEST(MpiWorld, PostedInboxKeepsOrderAcrossSizes) { expect_posted_inboxes_keep_or
 
 TEST(MpiWorld, PostedInboxKeepsOrderAcrossSizesThroughHostRings) {
   expect_posted_inboxes_keep_order(/*with_rings=*/true);
+}
+
+// Data longer than the link's piece goes as several messages, cut alike on
+// both sides: contiguous bytes, regions of blocks shorter and longer than
+// a piece, and owned messages followed by bodies, which the receiver
+// places as it takes each message (a piece of 1000 bytes here, 1 GiB in
+// the backend).
+TEST(MpiWorld, LinkCutsDataLongerThanAPieceAlikeOnBothSides) {
+  const MpiWorld& world = MpiWorld::join(runtime::num_devices_from_env());
+  MPI_Comm comm = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(world.comm(), &comm), MPI_SUCCESS);
+  constexpr size_t kPiece = 1000;
+  constexpr int kDataTag = 300, kMessageTag = 301, kBodyTag = 302;
+  const std::vector<Region> regions = {{0, 1, 10007, 10007}, {13, 37, 300, 450}, {5, 3, 2500, 3001},
+                                       {0, 4, 1000, 1000}};
+  auto fill = [](int from, int to, size_t kind, size_t bytes) {
+    std::string text(bytes, '\0');
+    for (size_t i = 0; i < bytes; ++i) text[i] = static_cast<char>(from * 41 + to * 17 + kind * 5 + i % 253);
+    return text;
+  };
+  auto extent = [](const Region& r) { return r.offset + (r.count - 1) * r.stride + r.block; };
+  {
+    MpiLink link(comm, kPiece);
+    EXPECT_EQ(link.piece_bytes(), kPiece);
+    std::vector<std::string> sent, received;  // by (process, region)
+    Requests requests;
+    for (int p = 0; p < world.size(); ++p) {
+      if (p == world.rank()) continue;
+      for (size_t k = 0; k < regions.size(); ++k) {
+        sent.push_back(fill(world.rank(), p, k, extent(regions[k])));
+        received.push_back(std::string(extent(regions[k]), '\0'));
+      }
+    }
+    size_t at = 0;
+    for (int p = 0; p < world.size(); ++p) {
+      if (p == world.rank()) continue;
+      for (size_t k = 0; k < regions.size(); ++k, ++at) {
+        link.send_region(reinterpret_cast<const std::byte*>(sent[at].data()), regions[k], p, kDataTag, requests);
+        link.receive_region(reinterpret_cast<std::byte*>(received[at].data()), regions[k], p, kDataTag, requests);
+      }
+      // Two bodies from each process, each placed as its message is taken.
+      for (size_t body = 0; body < 2; ++body) {
+        link.send_owned(std::to_string(body), p, kMessageTag,
+                        std::make_shared<const std::string>(fill(world.rank(), p, 10 + body, 5003 + body)), kBodyTag);
+      }
+    }
+    if (world.size() > 1) {
+      EXPECT_GT(requests.size(), regions.size() * 2) << "the regions should have gone as several messages each";
+    }
+    // By sender, in the order taken (a deque: a body stays where its receives write).
+    std::map<int, std::deque<std::string>> bodies;
+    Requests body_requests;
+    const size_t expected = 2 * static_cast<size_t>(world.size() - 1);
+    size_t taken = 0;
+    Backoff backoff;
+    while (!link.test(requests) || taken < expected || !link.test(body_requests)) {
+      int source = -1;
+      while (auto message = link.try_take(MPI_ANY_SOURCE, kMessageTag, &source, [&](const std::string& m, int from) {
+        std::string& body = bodies[from].emplace_back(std::string(5003 + std::stoul(m), '\0'));
+        return Followers{reinterpret_cast<std::byte*>(body.data()), body.size(), kBodyTag, &body_requests};
+      })) {
+        ++taken;
+      }
+      backoff.pause();
+    }
+    at = 0;
+    for (int p = 0; p < world.size(); ++p) {
+      if (p == world.rank()) continue;
+      for (size_t k = 0; k < regions.size(); ++k, ++at) {
+        const Region& r = regions[k];
+        std::string want(extent(r), '\0');
+        for (size_t row = 0; row < r.count; ++row) {
+          const size_t from = r.offset + row * r.stride;
+          want.replace(from, r.block, fill(p, world.rank(), k, extent(r)).substr(from, r.block));
+        }
+        EXPECT_TRUE(received[at] == want) << "region " << k << " from process " << p;
+      }
+      ASSERT_EQ(bodies[p].size(), 2u) << "from process " << p;
+      for (size_t body = 0; body < 2; ++body) {
+        EXPECT_TRUE(bodies[p][body] == fill(p, world.rank(), 10 + body, 5003 + body))
+            << "body " << body << " from process " << p;
+      }
+    }
+    link.flush_owned(std::chrono::milliseconds(5000));
+    MPI_Barrier(comm);
+  }
+  MPI_Comm_free(&comm);
 }
 
 // Started with ORDO_NUM_DEVICES differing by process, and

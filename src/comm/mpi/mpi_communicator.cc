@@ -40,10 +40,10 @@ MPI_Comm open_runtime_comm(const MpiWorld& world) {
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(const MpiWorld& world)
+MpiCommunicator::MpiCommunicator(const MpiWorld& world, size_t piece_bytes)
     : world_(world),
       comm_(open_runtime_comm(world)),
-      link_(comm_),
+      link_(comm_, piece_bytes),
       rings_(HostRings::open(comm_, world.topology())),
       local_groups_(world.topology().world_size(), status_),
       local_exchange_(world.topology().world_size(), status_),
@@ -332,8 +332,8 @@ std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
   }
 }
 
-std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world) {
-  return std::make_unique<MpiCommunicator>(world);
+std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world, size_t piece_bytes) {
+  return std::make_unique<MpiCommunicator>(world, piece_bytes);
 }
 
 }  // namespace ordo::comm

@@ -59,7 +59,9 @@ class ProcessMesh;
 
 class MpiCommunicator : public Communicator {
  public:
-  explicit MpiCommunicator(const MpiWorld& world);
+  // piece_bytes: the longest MPI message (mpi_link.h); smaller only in
+  // tests of the cutting.
+  explicit MpiCommunicator(const MpiWorld& world, size_t piece_bytes = kMessagePieceBytes);
   ~MpiCommunicator() override;
 
   int world_size() const override { return world_.topology().world_size(); }
@@ -142,6 +144,7 @@ class MpiCommunicator : public Communicator {
   std::thread answering_;
 };
 
-std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world);
+std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world,
+                                                    size_t piece_bytes = kMessagePieceBytes);
 
 }  // namespace ordo::comm

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <list>
+#include <memory>
+#include <new>
 #include <optional>
 
 #include "comm/deadlines.h"
@@ -17,6 +20,20 @@ namespace {
 constexpr uint32_t kNoteMagic = 0x6f726478;  // "ordx"
 constexpr size_t kRoundsKept = 4096;
 
+// Why a device could not send its payload, for every participant: short of
+// memory (an OutOfMemoryError, not a bare std::bad_alloc), or an error of
+// ordo's (MPI's, say). Called in a catch block of either.
+device::Failure sending_failure(std::string_view tag, int device, size_t bytes) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return exchange_out_of_memory(tag, device, bytes);
+  } catch (const Error& e) {
+    return {e.code(), str_cat(describe_tag(tag), ": device ", device, " could not send its payload of ", bytes,
+                              " bytes: ", e.what())};
+  }
+}
+
 }  // namespace
 
 MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board)
@@ -27,6 +44,20 @@ MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatu
       inboxes_(static_cast<size_t>(world.topology().local_devices())),
       waiting_in_(inboxes_.size()),
       rounds_(inboxes_.size()) {}
+
+MpiExchange::~MpiExchange() {
+  // Bodies still coming are from peers that failed: MPI may still write
+  // them, so they are kept until exit (reachable, for a leak checker).
+  static auto* const parked_mu = new std::mutex;
+  static auto* const parked = new std::list<std::string>;
+  std::lock_guard<std::mutex> lock(pump_mu_);
+  for (Incoming& incoming : incoming_) {
+    if (incoming.body.empty()) continue;
+    link_.abandon(incoming.body);
+    std::lock_guard<std::mutex> parking(*parked_mu);
+    parked->push_back(std::move(incoming.note.body));
+  }
+}
 
 int64_t MpiExchange::round_locked(size_t index, const Key& key) const {
   const auto& next = rounds_[index].next;
@@ -58,7 +89,7 @@ int64_t MpiExchange::take_round_locked(size_t index, const Key& key) {
   return round;
 }
 
-std::string MpiExchange::encode(const Note& note) {
+std::string MpiExchange::encode(const Note& note, std::string_view body) {
   std::string out;
   put_word(out, kNoteMagic);
   put_word(out, static_cast<uint64_t>(note.kind));
@@ -68,7 +99,8 @@ std::string MpiExchange::encode(const Note& note) {
   put_bytes(out, note.tag);
   put_word(out, note.participants.size());
   for (int d : note.participants) put_word(out, static_cast<uint64_t>(d));
-  put_bytes(out, note.body);
+  put_bytes(out, body);
+  put_word(out, note.body_follows);
   put_bytes(out, note.other_tag);
   put_word(out, note.other_participants.size());
   for (int d : note.other_participants) put_word(out, static_cast<uint64_t>(d));
@@ -91,6 +123,10 @@ MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) cons
   const uint64_t n = in.count();
   for (uint64_t i = 0; i < n; ++i) note.participants.push_back(static_cast<int>(in.word()));
   note.body = in.bytes();
+  note.body_follows = in.word();
+  if (note.body_follows > 0 && (note.kind != Note::Kind::kPayload || !note.body.empty())) {
+    in.malformed("a body both in it and after it");
+  }
   note.other_tag = in.bytes();
   const uint64_t others = in.count();
   for (uint64_t i = 0; i < others; ++i) note.other_participants.push_back(static_cast<int>(in.word()));
@@ -109,9 +145,57 @@ void MpiExchange::deliver(Note note) {
 }
 
 void MpiExchange::pump() {
+  std::unique_lock<std::mutex> pumping(pump_mu_, std::try_to_lock);
+  if (!pumping.owns_lock()) return;  // another thread takes for every device
   int source = 0;
-  while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kExchangeTag, &source)) {
-    deliver(decode(*bytes, source));
+  while (link_.try_take(MPI_ANY_SOURCE, kExchangeTag, &source, [this](const std::string& bytes, int from) {
+    Note note = decode(bytes, from);
+    return followers_of(incoming_.emplace_back(Incoming{std::move(note), from, {}}));
+  })) {
+  }
+  deliver_arrived_locked();
+}
+
+Followers MpiExchange::followers_of(Incoming& incoming) {
+  Note& note = incoming.note;
+  const uint64_t bytes = note.body_follows;
+  if (bytes == 0) return {};
+  const int receiver = note.receiver;
+  auto fail = [&](ErrorCode code, std::string why) {
+    note.kind = Note::Kind::kGivenUp;
+    note.code = code;
+    note.body = str_cat(describe_tag(note.tag), ": device ", receiver, " cannot receive device ", note.sender,
+                        "'s payload of ", bytes, " bytes: ", why);
+    return Followers{};
+  };
+  if (unreadable_from_.count(incoming.source)) {
+    return fail(ErrorCode::kCollective,
+                str_cat("a payload from ", world_.describe_process(incoming.source),
+                        " before it did not fit in memory, and those after it can no longer be told apart"));
+  }
+  try {
+    note.body.assign(bytes, '\0');
+  } catch (const std::bad_alloc&) {
+    // Its pieces stay unread in MPI, where the next body from that process
+    // would be matched to them: every later one fails too.
+    unreadable_from_.insert(incoming.source);
+    return fail(ErrorCode::kOutOfMemory, "out of memory");
+  }
+  // The body's buffer stays where it is while the note moves (a string
+  // this long is never stored inline).
+  return {reinterpret_cast<std::byte*>(note.body.data()), bytes, kExchangeBodyTag, &incoming.body};
+}
+
+void MpiExchange::deliver_arrived_locked() {
+  std::set<int> still_coming;  // processes whose earlier body is not in yet
+  for (auto it = incoming_.begin(); it != incoming_.end();) {
+    if (still_coming.count(it->source) || (!it->body.empty() && !link_.test(it->body))) {
+      still_coming.insert(it->source);
+      ++it;
+      continue;
+    }
+    deliver(std::move(it->note));
+    it = incoming_.erase(it);
   }
 }
 
@@ -123,7 +207,7 @@ void MpiExchange::tell(const Note& note) {
     if (world_.topology().is_local(e)) {
       deliver(std::move(copy));
     } else {
-      link_.send_owned(encode(copy), world_.topology().place(e).process, kExchangeTag);
+      link_.send_owned(encode(copy, copy.body), world_.topology().place(e).process, kExchangeTag);
     }
   }
 }
@@ -138,7 +222,7 @@ class MpiExchange::Round {
   Round(const Round&) = delete;
   Round& operator=(const Round&) = delete;
 
-  // Sends this device's payload to every other participant.
+  // Keeps this device's payload and sends it to every other participant.
   void send_payload();
   bool complete() const { return std::find(have_.begin(), have_.end(), false) == have_.end(); }
   // Takes what came for this device from its inbox: payloads of this
@@ -217,8 +301,6 @@ MpiExchange::Round::Round(MpiExchange& owner, const ExchangeCall& call, std::vec
     owner_.waiting_in_[index_] = std::string(call.tag);
     round_ = owner_.take_round_locked(index_, key_);
   }
-  payloads_[rank_of(me_)] = std::string(call.payload);
-  have_[rank_of(me_)] = true;
 }
 
 MpiExchange::Round::~Round() {
@@ -240,15 +322,24 @@ std::vector<int> MpiExchange::Round::missing() const {
 }
 
 void MpiExchange::Round::send_payload() {
+  payloads_[rank_of(me_)] = std::string(call_.payload);
+  have_[rank_of(me_)] = true;
   const Topology& topology = owner_.world_.topology();
+  const bool apart = call_.payload.size() > owner_.longest_inline_payload();
+  std::shared_ptr<const std::string> body;  // one copy for every other process
   for (int e : key_.second) {
     if (e == me_) continue;
-    Note note{Note::Kind::kPayload, me_, e, round_, key_.first, key_.second, std::string(call_.payload), {}, {}, -1,
+    Note note{Note::Kind::kPayload, me_, e, round_, key_.first, key_.second, {}, 0, {}, {}, -1,
               ErrorCode::kCollectiveTimeout};
     if (topology.is_local(e)) {
+      note.body = std::string(call_.payload);
       owner_.deliver(std::move(note));
+    } else if (!apart) {
+      owner_.link_.send_owned(encode(note, call_.payload), topology.place(e).process, kExchangeTag);
     } else {
-      owner_.link_.send_owned(encode(note), topology.place(e).process, kExchangeTag);
+      if (!body) body = std::make_shared<const std::string>(call_.payload);
+      note.body_follows = body->size();
+      owner_.link_.send_owned(encode(note, {}), topology.place(e).process, kExchangeTag, body, kExchangeBodyTag);
     }
   }
 }
@@ -428,7 +519,13 @@ std::optional<device::Failure> MpiExchange::Round::check_wait() {
 }
 
 void MpiExchange::Round::give_up(device::Failure failure) {
-  Note note{Note::Kind::kGivenUp, me_, me_, round_, key_.first, key_.second, failure.message, {}, {}, -1, failure.code};
+  Note note{Note::Kind::kGivenUp, me_, me_, round_, key_.first, key_.second, failure.message, 0, {}, {}, -1,
+            failure.code};
+  // The others fail as a collective: the memory or the argument that
+  // failed was this device's, not theirs.
+  if (failure.code != ErrorCode::kCollectiveMismatch && failure.code != ErrorCode::kCollectiveTimeout) {
+    note.code = ErrorCode::kCollective;
+  }
   if (failure.code == ErrorCode::kCollectiveMismatch && other_) {
     note.kind = Note::Kind::kMismatch;
     note.other_tag = other_->tag;
@@ -441,7 +538,13 @@ void MpiExchange::Round::give_up(device::Failure failure) {
 
 std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::vector<int> participants) {
   Round round(*this, call, std::move(participants));
-  round.send_payload();
+  try {
+    round.send_payload();
+  } catch (const std::bad_alloc&) {
+    round.give_up(sending_failure(call.tag, call.device, call.payload.size()));
+  } catch (const Error&) {
+    round.give_up(sending_failure(call.tag, call.device, call.payload.size()));
+  }
   Backoff backoff;
   while (!round.complete()) {
     pump();

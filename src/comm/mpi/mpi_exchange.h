@@ -21,7 +21,17 @@
 // Whoever waits moves MPI forward: it takes every exchange message that
 // has come for any device of the process into that device's inbox.
 //
-// Locking: mu_ guards the inboxes, the rounds and who waits where. It is taken
+// A payload longer than half the link's piece (512 MiB) follows its note
+// on kExchangeBodyTag, cut into pieces (MPI counts in int), one copy for
+// every process it goes to; the note waits until its body is in, and the
+// sender's later notes behind it. A sender that fails to send (short of
+// memory, say) gives the round up, and every participant fails with its
+// reason; so does a receiver that cannot hold a body (and the bodies from
+// that process after it, which it can no longer tell apart).
+//
+// Locking: pump_mu_ (one thread takes for all; the others go on waiting)
+// guards the notes whose bodies still come, and is taken before mu_. mu_
+// guards the inboxes, the rounds and who waits where. Both are taken
 // before the MPI lock (the link's), never while holding another lock of
 // the communicator.
 #pragma once
@@ -29,9 +39,12 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -43,10 +56,14 @@
 namespace ordo::comm {
 
 inline constexpr int kExchangeTag = 1;
+inline constexpr int kExchangeBodyTag = 4;  // payloads that follow their notes
 
 class MpiExchange {
  public:
   MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board);
+  ~MpiExchange();
+  MpiExchange(const MpiExchange&) = delete;
+  MpiExchange& operator=(const MpiExchange&) = delete;
 
   // call.device is this process's; the participants span processes.
   std::vector<std::string> exchange(const ExchangeCall& call, std::vector<int> participants);
@@ -63,6 +80,7 @@ class MpiExchange {
     std::string tag;
     std::vector<int> participants;
     std::string body;   // the payload, or why the sender gave up
+    uint64_t body_follows = 0;  // > 0: the payload comes apart, this long (kExchangeBodyTag)
     // kMismatch: the other round of the cycle (the one the sender waited
     // in, or the one it found a participant waiting in): both are doomed.
     std::string other_tag;
@@ -76,12 +94,26 @@ class MpiExchange {
   // One device's part in one round, while it takes part (mpi_exchange.cc).
   class Round;
 
-  static std::string encode(const Note& note);
+  // note with body as its payload (note.body is not read).
+  static std::string encode(const Note& note, std::string_view body);
   Note decode(const std::string& bytes, int source) const;
+  // Payloads longer than this follow their notes.
+  size_t longest_inline_payload() const { return link_.piece_bytes() / 2; }
 
   void deliver(Note note);
   // Takes every exchange message that has come into its device's inbox.
   void pump();
+  // A note taken, its body still coming (pump_mu_).
+  struct Incoming {
+    Note note;
+    int source = 0;
+    Requests body;
+  };
+  // Where note's body goes (pump_mu_ and the MPI lock held): into its
+  // body, or nowhere, the note then turned into its round's failure.
+  Followers followers_of(Incoming& incoming);
+  // Delivers the taken notes whose bodies are in, each process's in order.
+  void deliver_arrived_locked();
   // Sends note (its receiver set to each) to every other participant.
   void tell(const Note& note);
   // The round device is at for key (the next it will do), counted up by
@@ -96,6 +128,9 @@ class MpiExchange {
   MpiLink& link_;
   const DeviceStatus& status_;
   ProgressBoard& board_;  // answered while waiting
+  std::mutex pump_mu_;
+  std::deque<Incoming> incoming_;  // guarded by pump_mu_, in the order taken
+  std::set<int> unreadable_from_;  // processes a body from which could not be held (pump_mu_)
   std::mutex mu_;
   std::vector<std::deque<Note>> inboxes_;       // by local device index
   std::vector<std::optional<std::string>> waiting_in_;  // by local device index: the tag it waits in

@@ -11,23 +11,21 @@
 namespace ordo::comm {
 namespace {
 
-// The longest single MPI message: counts are int.
-constexpr size_t kMaxMessageBytes = size_t{1} << 30;
-
 // How many sends the link may own before a send reaps the finished ones.
 constexpr size_t kOwnedBeforeReaping = 16;
 
 int checked_int(size_t value, const char* what) {
   ORDO_ARG_CHECK(value <= static_cast<size_t>(INT_MAX), "the MPI backend cannot move ", what, " of ", value,
-                 " bytes in one region (MPI counts in int)");
+                 " bytes as one message (MPI counts in int)");
   return static_cast<int>(value);
 }
 
-// A region as an MPI datatype of bytes; the caller frees it.
-MPI_Datatype region_type(const Region& region) {
+// `rows` blocks of `block` bytes, `stride` apart, as an MPI datatype; the
+// caller frees it. Both counts fit in int: the link cuts regions so.
+MPI_Datatype region_type(size_t rows, size_t block, size_t stride) {
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  check_mpi(MPI_Type_create_hvector(checked_int(region.count, "a block count"), checked_int(region.block, "a block"),
-                                    static_cast<MPI_Aint>(region.stride), MPI_BYTE, &type),
+  check_mpi(MPI_Type_create_hvector(checked_int(rows, "a block count"), checked_int(block, "a block"),
+                                    static_cast<MPI_Aint>(stride), MPI_BYTE, &type),
             "MPI_Type_create_hvector");
   check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
   return type;
@@ -46,7 +44,11 @@ class Calling {
 
 }  // namespace
 
-MpiLink::MpiLink(MPI_Comm comm) : comm_(comm), mu_(mpi_call_lock()) {}
+MpiLink::MpiLink(MPI_Comm comm, size_t piece_bytes)
+    : comm_(comm), piece_bytes_(piece_bytes), mu_(mpi_call_lock()) {
+  ORDO_CHECK(piece_bytes_ > 0 && piece_bytes_ <= static_cast<size_t>(INT_MAX), "a message piece of ", piece_bytes_,
+             " bytes");
+}
 
 MpiLink::~MpiLink() {
   // Sends still owned here go to peers that never took them (they failed):
@@ -63,46 +65,70 @@ MpiLink::~MpiLink() {
   parked->splice(parked->end(), owned_);
 }
 
-void MpiLink::send(const void* data, size_t bytes, int process, int tag, Requests& into) {
-  const auto* at = static_cast<const std::byte*>(data);
-  const Calling lock(mu_);
+void MpiLink::post_locked(Way way, const std::byte* at, int count, MPI_Datatype type, int process, int tag,
+                          Requests& into) {
+  // MPI's send takes a const buffer; only a receive writes it.
+  void* buffer = const_cast<std::byte*>(at);
+  if (way == Way::kSend) {
+    check_mpi(MPI_Isend(buffer, count, type, process, tag, comm_, &into.emplace_back()), "MPI_Isend");
+  } else {
+    check_mpi(MPI_Irecv(buffer, count, type, process, tag, comm_, &into.emplace_back()), "MPI_Irecv");
+  }
+}
+
+void MpiLink::post_bytes_locked(Way way, const std::byte* at, size_t bytes, int process, int tag, Requests& into) {
   do {
-    const size_t part = std::min(bytes, kMaxMessageBytes);
-    check_mpi(MPI_Isend(at, static_cast<int>(part), MPI_BYTE, process, tag, comm_, &into.emplace_back()),
-              "MPI_Isend");
+    const size_t part = std::min(bytes, piece_bytes_);
+    post_locked(way, at, static_cast<int>(part), MPI_BYTE, process, tag, into);
     at += part;
     bytes -= part;
   } while (bytes > 0);
+}
+
+void MpiLink::post_region_locked(Way way, const std::byte* base, const Region& region, int process, int tag,
+                                 Requests& into) {
+  const std::byte* at = base + region.offset;
+  if (region.count == 1 || region.stride == region.block) {
+    return post_bytes_locked(way, at, region.bytes(), process, tag, into);
+  }
+  if (region.block > piece_bytes_) {  // each block is pieces of its own
+    for (size_t row = 0; row < region.count; ++row) {
+      post_bytes_locked(way, at + row * region.stride, region.block, process, tag, into);
+    }
+    return;
+  }
+  // As many whole blocks per message as a piece holds.
+  const size_t rows_per_message = piece_bytes_ / region.block;
+  for (size_t row = 0; row < region.count; row += rows_per_message) {
+    MPI_Datatype type = region_type(std::min(rows_per_message, region.count - row), region.block, region.stride);
+    try {
+      post_locked(way, at + row * region.stride, 1, type, process, tag, into);
+    } catch (...) {
+      MPI_Type_free(&type);
+      throw;
+    }
+    MPI_Type_free(&type);  // MPI keeps it until the transfer is done
+  }
+}
+
+void MpiLink::send(const void* data, size_t bytes, int process, int tag, Requests& into) {
+  const Calling lock(mu_);
+  post_bytes_locked(Way::kSend, static_cast<const std::byte*>(data), bytes, process, tag, into);
 }
 
 void MpiLink::receive(void* data, size_t bytes, int process, int tag, Requests& into) {
-  auto* at = static_cast<std::byte*>(data);
   const Calling lock(mu_);
-  do {
-    const size_t part = std::min(bytes, kMaxMessageBytes);
-    check_mpi(MPI_Irecv(at, static_cast<int>(part), MPI_BYTE, process, tag, comm_, &into.emplace_back()),
-              "MPI_Irecv");
-    at += part;
-    bytes -= part;
-  } while (bytes > 0);
+  post_bytes_locked(Way::kReceive, static_cast<const std::byte*>(data), bytes, process, tag, into);
 }
 
 void MpiLink::send_region(const std::byte* base, const Region& region, int process, int tag, Requests& into) {
-  if (region.count == 1) return send(base + region.offset, region.block, process, tag, into);
   const Calling lock(mu_);
-  MPI_Datatype type = region_type(region);
-  const int rc = MPI_Isend(base + region.offset, 1, type, process, tag, comm_, &into.emplace_back());
-  MPI_Type_free(&type);  // MPI keeps it until the send is done
-  check_mpi(rc, "MPI_Isend");
+  post_region_locked(Way::kSend, base, region, process, tag, into);
 }
 
 void MpiLink::receive_region(std::byte* base, const Region& region, int process, int tag, Requests& into) {
-  if (region.count == 1) return receive(base + region.offset, region.block, process, tag, into);
   const Calling lock(mu_);
-  MPI_Datatype type = region_type(region);
-  const int rc = MPI_Irecv(base + region.offset, 1, type, process, tag, comm_, &into.emplace_back());
-  MPI_Type_free(&type);
-  check_mpi(rc, "MPI_Irecv");
+  post_region_locked(Way::kReceive, base, region, process, tag, into);
 }
 
 void MpiLink::post_receive(void* data, size_t bytes, int process, int tag, MPI_Request& request) {
@@ -133,12 +159,23 @@ bool MpiLink::cancel_receive(MPI_Request& request) {
   return false;
 }
 
-void MpiLink::send_owned(std::string message, int process, int tag) {
+void MpiLink::send_owned(std::string message, int process, int tag, std::shared_ptr<const std::string> body,
+                         int body_tag) {
+  const int count = checked_int(message.size(), "a message");
   const Calling lock(mu_);
-  Owned& owned = owned_.emplace_back(Owned{std::move(message), MPI_REQUEST_NULL});
-  check_mpi(MPI_Isend(owned.message.data(), checked_int(owned.message.size(), "a message"), MPI_BYTE, process, tag,
-                      comm_, &owned.request),
-            "MPI_Isend");
+  Owned& owned = owned_.emplace_back(Owned{std::move(message), std::move(body), {}});
+  try {
+    post_locked(Way::kSend, reinterpret_cast<const std::byte*>(owned.message.data()), count, MPI_BYTE, process, tag,
+                owned.requests);
+    if (owned.body) {
+      post_bytes_locked(Way::kSend, reinterpret_cast<const std::byte*>(owned.body->data()), owned.body->size(),
+                        process, body_tag, owned.requests);
+    }
+  } catch (...) {
+    // What was posted stays owned (MPI may read it); nothing posted: dropped.
+    if (owned.requests.empty()) owned_.pop_back();
+    throw;
+  }
   // Reaped in batches: each MPI_Test is a pass of MPI's progress engine,
   // which a send of a small collective's header would pay every time.
   if (owned_.size() >= kOwnedBeforeReaping) reap_owned_locked();
@@ -161,7 +198,8 @@ void MpiLink::flush_owned(std::chrono::milliseconds within) {
 void MpiLink::reap_owned_locked() {
   for (auto it = owned_.begin(); it != owned_.end();) {
     int done = 0;
-    check_mpi(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    check_mpi(MPI_Testall(static_cast<int>(it->requests.size()), it->requests.data(), &done, MPI_STATUSES_IGNORE),
+              "MPI_Testall");
     it = done ? owned_.erase(it) : std::next(it);
   }
 }
@@ -183,6 +221,10 @@ bool MpiLink::test(Requests& requests) {
 }
 
 std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) {
+  return try_take(process, tag, source, nullptr);
+}
+
+std::optional<std::string> MpiLink::try_take(int process, int tag, int* source, const FollowersOf& followers_of) {
   // Owned sends are reaped by the next send and by test(), not here: each
   // MPI_Test is a pass of MPI's progress engine, and a waiter that polls
   // for a message would make one per owned send at every poll.
@@ -197,6 +239,12 @@ std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) 
   std::string bytes(static_cast<size_t>(count), '\0');
   check_mpi(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
   if (source != nullptr) *source = status.MPI_SOURCE;
+  if (followers_of) {
+    const Followers body = followers_of(bytes, status.MPI_SOURCE);
+    if (body.bytes > 0) {
+      post_bytes_locked(Way::kReceive, body.data, body.bytes, status.MPI_SOURCE, body.tag, *body.requests);
+    }
+  }
   return bytes;
 }
 

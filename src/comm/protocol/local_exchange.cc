@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <new>
 #include <utility>
 
 #include "comm/deadlines.h"
@@ -35,7 +36,15 @@ std::vector<std::string> LocalExchange::exchange(const ExchangeCall& call) {
   auto [it, added] = meetings_.try_emplace(Round{std::string(call.tag), std::move(participants), next++}, size);
   Meeting& meeting = it->second;
   if (added) meeting.round = &it->first;
-  meeting.payloads[rank].assign(call.payload);
+  // Short of memory for its copy, the device still arrives, to fail the
+  // round for every participant at once (they would wait the timeout).
+  std::optional<device::Failure> own_failure;
+  try {
+    meeting.payloads[rank].assign(call.payload);
+  } catch (const std::bad_alloc&) {
+    own_failure = exchange_out_of_memory(call.tag, me, call.payload.size());
+    if (!meeting.failure) fail_locked(meeting, {ErrorCode::kCollective, own_failure->message});
+  }
   meeting.arrived[rank] = true;
   ++meeting.arrivals;
   if (meeting.given_up && !meeting.failure) {
@@ -53,6 +62,7 @@ std::vector<std::string> LocalExchange::exchange(const ExchangeCall& call) {
     meetings_.erase(it);
   }
   lock.unlock();
+  if (own_failure) own_failure->raise();
   if (failure) failure->raise();
   return payloads;
 }
