@@ -50,7 +50,8 @@ size_t append(char* line, size_t at, const char* bytes, size_t size) {
 // One write of the whole line, so that mpirun never forwards it cut by
 // another process's output.
 void on_sigterm(int) {
-  static const char kNone[] = " no failure\n";
+  static const char kNone[] = " no failure of its peers (mpirun itself was signalled, or a process ended "
+                              "outside ordo)\n";
   char line[sizeof(g_sigterm_head) + sizeof(g_sigterm_failures) + sizeof(kNone)];
   size_t at = append(line, 0, g_sigterm_head, g_sigterm_head_length);
   const size_t failures = g_sigterm_failures_length.load(std::memory_order_acquire);
@@ -110,7 +111,7 @@ void record_failure_for_sigterm(const std::string& reason) {
 
 void install_mesh_hooks(const MpiWorld& world) {
   const std::string head = str_cat("ordo: process ", world.rank(), " (host ", world.host_name(world.rank()),
-                                   "): stopped by mpirun (SIGTERM) because another process ended; ordo saw");
+                                   "): stopped by SIGTERM, as mpirun ends a job; ordo saw");
   g_sigterm_head_length = std::min(head.size(), sizeof(g_sigterm_head));
   std::memcpy(g_sigterm_head, head.data(), g_sigterm_head_length);
   struct sigaction current {};

@@ -243,7 +243,8 @@ void ProcessMesh::State::on_end(int q, const std::string& error) {
   } else if (error.empty()) {
     on_death(q, str_cat(peer.name, " died: its connection closed without a goodbye"));
   } else {
-    on_death(q, str_cat(peer.name, " died: its connection failed (", error, ")"));
+    on_death(q, str_cat(peer.name, " is lost: its connection failed (", error,
+                        "): it died, or its host or the network to it failed"));
   }
 }
 

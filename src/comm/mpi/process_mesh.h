@@ -17,9 +17,11 @@
 //   program"); its connection then ends, which is no news;
 // - q's last words, then anything: process_died(q, "process q (host h, pid
 //   N) raised RuntimeError: boom") as soon as the words arrive;
-// - q's connection ends (EOF, reset, keepalive timeout after ~10 s of a
-//   silent host) without a goodbye: process_died(q, "process q (host h, pid
-//   N) died: its connection closed without a goodbye");
+// - q's connection closes without a goodbye: process_died(q, "process q
+//   (host h, pid N) died: its connection closed without a goodbye"); it
+//   fails (reset, keepalive timeout after ~10 s of a silent host): "process
+//   q (...) is lost: its connection failed (<error>): it died, or its host
+//   or the network to it failed" (the mesh cannot tell which);
 // - q sends what is not a frame of the mesh, or takes nothing from this
 //   process for announce's whole wait: process_died(q, "process q (...) is
 //   taken for dead: <why>"), and its stream is shut.
@@ -29,9 +31,10 @@
 //
 // Process-wide hooks installed by join():
 // - SIGTERM, only if it is still SIG_DFL (Python leaves it so): writes
-//   "ordo: process p (host h): stopped by mpirun (SIGTERM) because another
-//   process ended; ordo saw: <the deaths and peers' device failures seen>"
-//   (or "ordo saw no failure")
+//   "ordo: process p (host h): stopped by SIGTERM, as mpirun ends a job;
+//   ordo saw: <the deaths and peers' device failures seen>" (or "ordo saw
+//   no failure of its peers (mpirun itself was signalled, or ...)": mpirun
+//   ends every process when it is signalled too)
 //   with write(2) from a buffer the mesh thread keeps, then _exit(143).
 // - std::terminate: says the exception's type and what() as last words,
 //   then calls the previous terminate handler.
