@@ -79,6 +79,12 @@ class MpiLargePayload : public ::testing::Test {
 };
 
 TEST_F(MpiLargePayload, RendezvousCarriesAPayloadOverTwoGiBIntact) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Writing and checking 2 GiB in a sanitizer's unoptimized build outlasts
+  // the 30 s timeout; the same cutting runs there with small pieces
+  // (comm_*conformance_mpi_2x2_small_pieces, LinkCutsDataLongerThanAPiece...).
+  GTEST_SKIP() << "2 GiB through a sanitizer build takes minutes; small pieces cover the cutting";
+#endif
   // Process 0 sends the long one, process 1 a short one (memory: the test
   // holds 2 GiB in process 0 and the backend two copies; 2 GiB in process 1).
   std::vector<std::string> got;
