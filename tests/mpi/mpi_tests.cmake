@@ -328,17 +328,17 @@ ordo_add_mesh_test(NAME mpi_mesh_uncaught_exception
 # A SIGTERM after a death (as mpirun sends it): ordo's message names the dead.
 ordo_add_mesh_test(NAME mpi_mesh_sigterm_names_the_dead
   CHECKS --expect 2 "${pass_line}"
-         --expect 2 "ordo: process [01] \\(host [^)]+\\): stopped by SIGTERM, as mpirun ends a job; ordo saw: (.* )?process 2 \\(host [^,]+, pid [0-9]+\\) died: its connection closed without a goodbye"
+         --expect 2 "ordo: process [01] \\(host [^)]+\\): stopped by SIGTERM, as mpirun ends a job. ordo saw: (.* )?process 2 \\(host [^,]+, pid [0-9]+\\) died: its connection closed without a goodbye"
   ARGS ${survive_deaths} -np 3 -x ORDO_TEST_MESH_DEATH=sigkill -x ORDO_TEST_MESH_AFTER=sigterm ${mesh_test}
        --gtest_filter=ProcessMeshDeath.*)
 ordo_add_mesh_test(NAME mpi_mesh_sigterm_with_no_failure
   CHECKS --expect 1 "${pass_line} process 0 end"
-         --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by SIGTERM, as mpirun ends a job; ordo saw no failure of its peers \\(mpirun itself was signalled, or a process ended outside ordo\\)"
+         --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by SIGTERM, as mpirun ends a job. ordo saw no failure of its peers \\(mpirun itself was signalled, or a process ended outside ordo\\)"
   ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test}
        --gtest_filter=ProcessMeshSigterm.WithNoFailureSeenItSaysSo)
 ordo_add_mesh_test(NAME mpi_mesh_sigterm_names_a_peers_device_failure
   CHECKS --expect 1 "${pass_line} process 0 end"
-         --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by SIGTERM, as mpirun ends a job; ordo saw: device 1 of process 1 \\(host [^,]+, pid [0-9]+\\) failed: device 1 raised RuntimeError: boom"
+         --expect 1 "ordo: process 0 \\(host [^)]+\\): stopped by SIGTERM, as mpirun ends a job. ordo saw: device 1 of process 1 \\(host [^,]+, pid [0-9]+\\) failed: device 1 raised RuntimeError: boom"
          --expect 0 "saw no failure"
   ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_SIGTERM=1 ${mesh_test}
        --gtest_filter=ProcessMeshSigterm.AfterAPeersDeviceFailedItNamesIt)
