@@ -321,6 +321,10 @@ foreach(processes 2 3)
     CHECKS --expect ${survivors} "${pass_line} in [0-4]\\.[0-9]+ s: process ${survivors} \\(host [^,]+, pid [0-9]+\\) raised RuntimeError: boom"
     ARGS ${survive_deaths} -np ${processes} -x ORDO_TEST_MESH_DEATH=last_words ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
 endforeach()
+# A stream reset (as a failed link gives) is a lost process, not a death.
+ordo_add_mesh_test(NAME mpi_mesh_lost_link
+  CHECKS --expect 1 "${pass_line} in [0-4]\\.[0-9]+ s: process 1 \\(host [^,]+, pid [0-9]+\\) is lost: its connection failed \\(Connection reset by peer\\): it died, or its host or the network to it failed"
+  ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_DEATH=reset ${mesh_test} --gtest_filter=ProcessMeshDeath.*)
 ordo_add_mesh_test(NAME mpi_mesh_uncaught_exception
   CHECKS --expect 1 "${pass_line} in [0-4]\\.[0-9]+ s: process 1 \\(host [^,]+, pid [0-9]+\\) raised std::runtime_error: boom"
   ARGS ${survive_deaths} -np 2 -x ORDO_TEST_MESH_DEATH=uncaught ${mesh_test} --gtest_filter=ProcessMeshDeath.*)

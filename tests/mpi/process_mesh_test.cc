@@ -5,7 +5,11 @@
 // (mpirun itself fails the job, a process died). mpi_tests.cmake runs them
 // with mpirun's SIGTERM of survivors off, which would race with the check
 // on a loaded machine.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +17,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -137,9 +144,65 @@ TEST(ProcessMeshCleanExit, AGoodbyeIsNoDeath) {
   EXPECT_TRUE(victim_heard);
 }
 
+// The socket inodes a process holds ("socket:[inode]" in /proc/<pid>/fd).
+std::set<std::string> socket_inodes(int pid) {
+  std::set<std::string> inodes;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* fds = opendir(dir.c_str());
+  if (fds == nullptr) return inodes;
+  while (dirent* entry = readdir(fds)) {
+    char target[64] = {};
+    const std::string link = dir + "/" + entry->d_name;
+    if (readlink(link.c_str(), target, sizeof(target) - 1) > 0 && std::string(target).rfind("socket:[", 0) == 0) {
+      inodes.insert(std::string(target).substr(8, std::string(target).size() - 9));
+    }
+  }
+  closedir(fds);
+  return inodes;
+}
+
+// The local ports of the IPv4 TCP sockets of the other processes of the job.
+std::set<int> peers_tcp_ports() {
+  std::set<std::string> inodes;
+  for (int q = 0; q < world().size(); ++q) {
+    if (q != world().rank()) inodes.merge(socket_inodes(world().pid(q)));
+  }
+  std::set<int> ports;
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (inodes.count(inode)) ports.insert(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+  }
+  return ports;
+}
+
+// Resets this process's mesh streams, as a failed link would: a stream is
+// a TCP socket whose other end another process of the job holds (MPI's
+// own traffic on one host goes by shared memory, Open MPI's to its daemon).
+void reset_mesh_streams() {
+  const std::set<int> peer_ports = peers_tcp_ports();
+  for (int fd = 3; fd < 1024; ++fd) {
+    sockaddr_in peer{};
+    socklen_t size = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || peer.sin_family != AF_INET) continue;
+    if (!peer_ports.count(ntohs(peer.sin_port))) continue;
+    const linger reset{1, 0};  // close sends a reset, not an end
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(fd);
+  }
+}
+
 // What each case does to the victim, after the mesh is up.
 void end_victim(const std::string& how) {
   if (how == "sigkill") raise(SIGKILL);
+  if (how == "reset") {
+    reset_mesh_streams();
+    std::this_thread::sleep_for(std::chrono::seconds(60));  // mpirun ends it once a survivor leaves
+  }
   if (how == "uncaught") {
     // Out of gtest's reach: std::terminate, whose hook says the last words.
     std::thread([] { throw std::runtime_error("boom"); }).join();
@@ -150,11 +213,16 @@ void end_victim(const std::string& how) {
 
 std::string expected_words(const std::string& how) {
   if (how == "sigkill") return " died: its connection closed without a goodbye";
+  if (how == "reset") {
+    return " is lost: its connection failed (Connection reset by peer): it died, or its host or the network to it "
+           "failed";
+  }
   if (how == "uncaught") return " raised std::runtime_error: boom";
   return " raised RuntimeError: boom";
 }
 
-// ORDO_TEST_MESH_DEATH=sigkill|last_words|uncaught: the last process ends that way;
+// ORDO_TEST_MESH_DEATH=sigkill|last_words|uncaught|reset: the last process ends that way
+// (reset: its streams are reset, as by a failed link, and it sleeps);
 // every other one must hear it within 5 s, with its reason, then leaves,
 // or (ORDO_TEST_MESH_AFTER=sigterm) gets the SIGTERM mpirun would send.
 TEST(ProcessMeshDeath, EverySurvivorHearsWhoDiedAndWhy) {
