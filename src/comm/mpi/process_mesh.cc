@@ -81,7 +81,6 @@ struct ProcessMesh::State {
     SendGate sending;
     // The mesh thread's alone:
     FrameReader reader;
-    bool said_goodbye = false;
     // Guarded by mu:
     bool open = true;
     std::string dropped_because;  // why this process stopped writing to it
@@ -213,7 +212,6 @@ void ProcessMesh::State::on_frame(int q, const MeshFrame& frame) {
     case FrameKind::kHello:
       throw_error<CollectiveError>("a message from ", peer.name, " on ordo's process mesh is malformed (a second hello)");
     case FrameKind::kGoodbye:
-      peer.said_goodbye = true;
       return on_goodbye(q);
     case FrameKind::kLastWords:
       on_death(q, str_cat(peer.name, " ", frame.words));
@@ -232,10 +230,10 @@ void ProcessMesh::State::on_frame(int q, const MeshFrame& frame) {
 void ProcessMesh::State::on_end(int q, const std::string& error) {
   Peer& peer = *peers[static_cast<size_t>(q)];
   stop_watching(q);
-  if (peer.said_goodbye) return;
   std::string dropped_because;
   {
     std::lock_guard<std::mutex> lock(mu);
+    if (finished.count(q)) return;  // its goodbye came first
     dropped_because = peer.dropped_because;
   }
   if (!dropped_because.empty()) {
