@@ -161,6 +161,30 @@ TEST_F(SpawnTest, ACollectiveQueuedBeforeTheFunctionReturnedStillRuns) {
   EXPECT_EQ(sums, (std::vector<float>{10, 10, 10, 0}));
 }
 
+// A driver that takes turns with its worker keeps its last steps for
+// itself (device/worker.h): when it then waits for something else, here
+// for its peers to read the collective it queued, the worker thread must
+// take them.
+TEST_F(SpawnTest, StepsADriverKeptRunWhileItWaitsForItsPeers) {
+  std::vector<float> sums(4, 0);
+  std::atomic<int> read{0};
+  spawn([&](int ordinal) {
+    Tensor sum = all_reduce(ReduceType::kSum, full({}, ordinal + 1.0, DType::kFloat32));
+    mark_step();
+    if (ordinal == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (read.load() < 3 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      EXPECT_EQ(read.load(), 3) << "device 0's step never ran";
+    } else {
+      sums[ordinal] = sum.item<float>();
+      ++read;
+    }
+  });
+  EXPECT_EQ(sums, (std::vector<float>{0, 10, 10, 10}));
+}
+
 // Queues ~10 ms of work on the current device (seconds under a sanitizer).
 void keep_device_busy() {
   Tensor m = rand_uniform({128, 128}, 7);
@@ -377,6 +401,23 @@ TEST_F(SpawnTest, SpawnedThreadsAreBoundToTheirDevicesCpus) {
     const int cpu = allowed[static_cast<size_t>(index) % allowed.size()];
     EXPECT_EQ(bound[ordinal], std::vector<int>{cpu}) << ordinal;
   }
+}
+
+// mark_step keeps a device's steps for its driver exactly when the two take
+// turns on one CPU (device/worker.h, Leftover).
+TEST_F(SpawnTest, ADriverTakesTurnsWithItsWorkerWhenTheyShareItsCpu) {
+  const int cpus = static_cast<int>(cpus_of_this_thread().size());
+  std::vector<int> takes_turns(4, -1);
+  spawn([&](int ordinal) { takes_turns[ordinal] = runtime::get().device(ordinal).worker().takes_turns_with_caller(); });
+  for (int ordinal = 0; ordinal < 4; ++ordinal) {
+    const bool shared = cpus == 1 || device::driver_cpu(ordinal, 4, cpus) % cpus == device::worker_cpu(ordinal) % cpus;
+    EXPECT_EQ(takes_turns[ordinal], shared ? 1 : 0) << ordinal;
+  }
+  std::thread([&] {
+    EXPECT_EQ(runtime::get().device(0).worker().takes_turns_with_caller(), cpus == 1) << "an unbound thread";
+    bind_thread_to_device(0);
+    EXPECT_EQ(runtime::get().device(1).worker().takes_turns_with_caller(), cpus == 1) << "another device's worker";
+  }).join();
 }
 
 TEST(CpuPlacementTest, DriversShareTheirWorkersCpuUnlessThereAreTwoCpusPerDevice) {

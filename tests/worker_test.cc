@@ -157,6 +157,97 @@ TEST(WorkerTest, HelpUntilReturnsWhetherItIsDone) {
   EXPECT_TRUE(worker.help_until([] { return true; }));
 }
 
+// A caller that takes turns with the worker thread (mark_step's bound)
+// keeps what it leaves queued and runs it when it comes back in time.
+TEST(WorkerTest, WhatACallerKeepsItRunsWhenItComesBack) {
+  Worker worker(-1, 10s);  // the caller always comes back in time
+  std::vector<std::thread::id> ran_on(6);
+  for (int step = 0; step < 6; ++step) {
+    worker.submit([&ran_on, step] { ran_on[step] = std::this_thread::get_id(); }, Worker::RunBy::kCaller);
+    worker.drain_to(2, "mark_step", Worker::Leftover::kKeptByCaller);
+    std::this_thread::sleep_for(1ms);  // time for a worker thread that was woken to take them
+  }
+  worker.drain();
+  for (int step = 0; step < 6; ++step) EXPECT_EQ(ran_on[step], std::this_thread::get_id()) << "step " << step;
+}
+
+// A caller that does not come back within the keep leaves its tasks to the
+// worker thread: a peer's collective may wait for them.
+TEST(WorkerTest, WhatACallerKeepsGoesToTheWorkerThreadWhenItIsLate) {
+  Worker worker(-1, 2ms);
+  std::atomic<bool> ran{false};
+  std::thread::id ran_on;
+  worker.submit([] {}, Worker::RunBy::kCaller);
+  worker.submit(
+      [&] {
+        ran_on = std::this_thread::get_id();
+        ran.store(true);
+      },
+      Worker::RunBy::kCaller);
+  worker.drain_to(1, "mark_step", Worker::Leftover::kKeptByCaller);
+  ASSERT_TRUE(eventually(ran));
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+// The same when the worker thread was already asleep on an empty queue
+// before the keep: the keep tells it when to look.
+TEST(WorkerTest, ASleepingWorkerThreadTakesWhatALateCallerKept) {
+  Worker worker(-1, 2ms);
+  std::atomic<bool> warmed{false};
+  worker.submit([&warmed] { warmed.store(true); });
+  ASSERT_TRUE(eventually(warmed));
+  std::this_thread::sleep_for(10ms);  // asleep, nothing queued
+  std::atomic<bool> ran{false};
+  worker.submit([] {}, Worker::RunBy::kCaller);
+  worker.submit([&ran] { ran.store(true); }, Worker::RunBy::kCaller);
+  worker.drain_to(1, "mark_step", Worker::Leftover::kKeptByCaller);
+  EXPECT_TRUE(eventually(ran));
+}
+
+// A caller that came back late (it traces for long, or waits for Python's
+// GIL) keeps nothing the next time: its CPU would idle through the keep.
+TEST(WorkerTest, ACallerThatCameBackLateKeepsNothing) {
+  constexpr auto kKeep = 2s;
+  Worker worker(-1, kKeep);
+  std::atomic<int> ran{0};
+  for (int task = 0; task < 2; ++task) worker.submit([&ran] { ++ran; }, Worker::RunBy::kCaller);
+  worker.drain_to(1, "mark_step", Worker::Leftover::kKeptByCaller);
+  std::this_thread::sleep_for(kKeep + 200ms);  // late: the worker thread took what it kept
+  ASSERT_EQ(ran.load(), 2);
+  for (int task = 0; task < 2; ++task) worker.submit([&ran] { ++ran; }, Worker::RunBy::kCaller);
+  worker.drain_to(1, "mark_step", Worker::Leftover::kKeptByCaller);
+  const auto left = std::chrono::steady_clock::now();
+  while (ran.load() < 4 && std::chrono::steady_clock::now() - left < kKeep) std::this_thread::sleep_for(100us);
+  EXPECT_EQ(ran.load(), 4) << "the leftover waited for a keep";
+}
+
+// A task for the worker thread ends a keep: the kept tasks, which come
+// before it, go to the worker thread with it.
+TEST(WorkerTest, ATaskForTheWorkerThreadEndsAKeep) {
+  Worker worker(-1, 10s);
+  std::atomic<int> ran{0};
+  worker.submit([] {}, Worker::RunBy::kCaller);
+  worker.submit([&ran] { ++ran; }, Worker::RunBy::kCaller);
+  worker.drain_to(1, "mark_step", Worker::Leftover::kKeptByCaller);
+  worker.submit([&ran] { ++ran; });
+  const auto deadline = std::chrono::steady_clock::now() + 5s;  // far below the keep's 10 s
+  while (ran.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
+  EXPECT_EQ(ran.load(), 2);
+}
+
+// A bounded caller that leaves tasks for the worker thread wakes it, even
+// when it went to sleep behind a task the caller ran.
+TEST(WorkerTest, WhatABoundedCallerLeavesGoesToTheWorkerThread) {
+  for (int i = 0; i < 20; ++i) {
+    Worker worker;
+    std::atomic<bool> ran{false};
+    for (int step = 0; step < 3; ++step) worker.submit([] {}, Worker::RunBy::kCaller);
+    worker.submit([&ran] { ran.store(true); }, Worker::RunBy::kCaller);
+    worker.drain_to(2, "mark_step");
+    ASSERT_TRUE(eventually(ran)) << "iteration " << i;
+  }
+}
+
 TEST(WorkerTest, DestructionRunsWhatIsQueued) {
   std::atomic<int> ran{0};
   {

@@ -27,6 +27,9 @@ const std::vector<int>& allowed_cpus() {
   return cpus;
 }
 
+// The CPU id the calling thread was pinned to alone, or -1.
+thread_local int pinned_alone_to = -1;
+
 }  // namespace
 
 bool cpu_binding_enabled() { return config().cpu_bind; }
@@ -59,7 +62,14 @@ void pin_current_thread(const std::vector<int>& indices) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int index : indices) CPU_SET(cpus[static_cast<size_t>(index) % cpus.size()], &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+  pinned_alone_to = CPU_COUNT(&set) == 1 ? cpus[static_cast<size_t>(indices[0]) % cpus.size()] : -1;
+}
+
+bool takes_turns_with(int cpu) {
+  const std::vector<int>& cpus = allowed_cpus();
+  if (cpu < 0 || cpus.empty()) return false;
+  return cpus.size() == 1 || pinned_alone_to == cpus[static_cast<size_t>(cpu) % cpus.size()];
 }
 
 }  // namespace ordo::device

@@ -38,5 +38,9 @@ void pin_current_thread(const std::vector<int>& cpus);
 // The CPU (an index into this process's CPUs) the calling thread runs on
 // now, or -1.
 int current_cpu();
+// Whether the calling thread can run only on the CPU that
+// pin_current_thread(cpu) picks (pinned there alone, or the process has a
+// single CPU): a worker pinned to `cpu` and this thread take turns on it.
+bool takes_turns_with(int cpu);
 
 }  // namespace ordo::device

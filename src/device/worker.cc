@@ -2,13 +2,16 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+
 #include "core/interrupt.h"
 #include "device/cpu_placement.h"
 #include "device/free_cores.h"
 
 namespace ordo::device {
 
-Worker::Worker(int cpu) : cpu_(cpu), thread_([this, cpu] { loop(cpu); }) {}
+Worker::Worker(int cpu, std::chrono::microseconds kept_for)
+    : cpu_(cpu), kept_for_(kept_for), thread_([this, cpu] { loop(cpu); }) {}
 
 Worker::~Worker() {
   {
@@ -25,8 +28,10 @@ void Worker::submit(std::function<void()> task, RunBy run_by) {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
     // Whoever runs a task now takes the next one after it, or (help_until
-    // stopping) wakes the worker thread for it.
+    // stopping) wakes the worker thread for it. A task for the worker
+    // thread ends a keep: the kept tasks come before it.
     wake = !running_task_ && run_by == RunBy::kWorkerThread;
+    if (run_by == RunBy::kWorkerThread) kept_until_ = {};
   }
   if (wake) wake_.notify_one();
 }
@@ -38,8 +43,13 @@ bool Worker::idle() {
   return outstanding() == 0;
 }
 
-void Worker::drain_to(size_t most, const char* what) {
+bool Worker::takes_turns_with_caller() const { return takes_turns_with(cpu_); }
+
+void Worker::drain_to(size_t most, const char* what, Leftover leftover) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (leftover == Leftover::kKeptByCaller && keeper_left_ != std::chrono::steady_clock::time_point{}) {
+    keeper_comes_back_soon_ = std::chrono::steady_clock::now() - keeper_left_ < kept_for_;
+  }
   const int bounded = most > 0 ? 1 : 0;
   bound_waiters_ += bounded;
   for (;;) {
@@ -54,6 +64,14 @@ void Worker::drain_to(size_t most, const char* what) {
     }
     if (outstanding() <= most) {
       bound_waiters_ -= bounded;
+      if (leftover == Leftover::kKeptByCaller) {
+        keeper_left_ = std::chrono::steady_clock::now();
+        if (keeper_comes_back_soon_) {
+          keep_for_caller();
+          return;
+        }
+      }
+      hand_back_to_worker_thread();
       return;
     }
     // Another thread runs a task; it reports when the queue is empty (or,
@@ -81,7 +99,22 @@ bool Worker::help_until(const std::function<bool()>& done) {
 void Worker::hand_back_to_worker_thread() {
   // The worker thread may have been woken for a task this thread took, and
   // gone back to sleep: wake it for what this thread leaves.
+  kept_until_ = {};
   if (may_take_task()) wake_.notify_one();
+}
+
+void Worker::keep_for_caller() {
+  if (!may_take_task()) return;
+  kept_until_ = keeper_left_ + kept_for_;
+  // A worker thread already asleep until an earlier keep's end looks then,
+  // and sleeps on if the caller kept the tasks again: no wake-up a step.
+  if (sleeps_without_deadline_) wake_.notify_one();
+}
+
+bool Worker::worker_thread_may_take_task() const {
+  if (!may_take_task()) return false;
+  return stopping_ || kept_until_ == std::chrono::steady_clock::time_point{} ||
+         std::chrono::steady_clock::now() >= kept_until_;
 }
 
 void Worker::run_front(std::unique_lock<std::mutex>& lock) {
@@ -113,9 +146,19 @@ void Worker::loop(int cpu) {
   if (cpu >= 0) pin_current_thread(cpu);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [this] { return may_take_task() || (stopping_ && !running_task_); });
-    if (queue_.empty()) return;  // stopping, nothing left
-    run_front(lock);
+    if (worker_thread_may_take_task()) {
+      run_front(lock);
+    } else if (stopping_ && outstanding() == 0) {
+      return;
+    } else if (!queue_.empty()) {
+      // Kept for a caller, or behind the task a caller runs: look again
+      // when the keep would end, as the caller may leave without a word.
+      wake_.wait_until(lock, std::max(kept_until_, std::chrono::steady_clock::now() + kept_for_));
+    } else {
+      sleeps_without_deadline_ = true;
+      wake_.wait(lock);
+      sleeps_without_deadline_ = false;
+    }
   }
 }
 
