@@ -81,7 +81,9 @@ class DeviceGuard {
 // starts clean: it forgets what failures left (failed devices, groups and
 // rendezvous out of step, a collective a failed call traced and never ran),
 // unless a thread of an earlier spawn still runs or a device it leaves out
-// has work queued or a collective traced (api/spawned_devices.h).
+// has work queued or a collective traced (api/spawned_devices.h). Under
+// MPI it cannot, and throws CollectiveError before it starts, saying what
+// failed: shutdown() and init() in every process start again.
 // If a thread cannot be started, the devices without one are marked failed
 // and spawn rethrows that error (std::system_error) once the others finish.
 void spawn(const std::function<void(int)>& fn, int count = -1);

@@ -43,21 +43,25 @@ class DeviceNews {
   void interrupted(int ordinal, const std::string& reason) const noexcept {
     tell([&] { interrupt_device(ordinal, reason); });
   }
-  // A spawn of `count` devices starts afresh if it may (see the header).
-  void spawn_starts(int count, int earlier_threads_running) const noexcept {
+  // A spawn of `count` devices starts afresh if it may (see the header);
+  // returns why the communicator cannot, if it cannot.
+  std::optional<std::string> spawn_starts(int count, int earlier_threads_running) const noexcept {
+    std::optional<std::string> why_not;
     tell([&] {
       runtime::Runtime& rt = runtime::get();
       if (earlier_threads_running > 0 || !rt.communicator().out_of_step()) return;
       for (int index = count; index < rt.num_devices(); ++index) {
         if (!rt.device(index).worker().idle() || has_collectives_pending(index)) return;
       }
-      for (int index = 0; index < count; ++index) {
-        drop_collectives_left_behind(index, "as a spawn started afresh: its peers went past its collectives");
-      }
-      for (int index = 0; index < count; ++index) wait_device_ops(index);
-      for (int index = 0; index < rt.num_devices(); ++index) rt.device(index).take_failure();
-      rt.communicator().start_afresh();
+      why_not = rt.communicator().start_afresh([&rt, count] {
+        for (int index = 0; index < count; ++index) {
+          drop_collectives_left_behind(index, "as a spawn started afresh: its peers went past its collectives");
+        }
+        for (int index = 0; index < count; ++index) wait_device_ops(index);
+        for (int index = 0; index < rt.num_devices(); ++index) rt.device(index).take_failure();
+      });
     });
+    return why_not;
   }
   // Every wait first, then every clear; a wait that fails (interrupted)
   // still leaves the devices to be cleared.
@@ -160,7 +164,11 @@ SpawnedDevices::SpawnedDevices(Function fn, int64_t requested, SpawnOptions opti
                  "], got ", requested);
   const int count = static_cast<int>(requested);
   state_ = std::make_shared<State>(std::move(fn), std::move(options), count);
-  state_->news.spawn_starts(count, g_threads_running.load(std::memory_order_acquire));
+  if (const std::optional<std::string> why_not =
+          state_->news.spawn_starts(count, g_threads_running.load(std::memory_order_acquire))) {
+    throw CollectiveError(str_cat("spawn cannot start afresh: ", *why_not,
+                                  "; shutdown() and init() in every process start again"));
+  }
   threads_.reserve(static_cast<size_t>(count));
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     g_threads_running.fetch_add(1, std::memory_order_acq_rel);

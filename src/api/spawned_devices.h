@@ -35,7 +35,8 @@
 //   recorded for its next step, and the communicator forgets the devices'
 //   failures, absences, interrupts and numbering (start_afresh), so the
 //   spawn meets as in a new runtime. Under MPI, whose numbering and news
-//   other processes share, nothing is forgotten: the devices stay gone.
+//   other processes share, nothing is forgotten, and the spawn raises
+//   CollectiveError before it starts a thread, saying what failed.
 //
 // Locking: one mutex guards the outcomes; it is never held while fn runs,
 // while news is told, or while an interrupt check runs.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,13 +90,14 @@ class Communicator {
   // failed, absent or interrupted, a collective that failed or was
   // abandoned (its members may be at different numbers since), an
   // exchange round still held.
-  virtual bool out_of_step() { return false; }
-  // Every device of this process ran its queue and is about to be driven
-  // afresh (a spawn of every device starts): forgets all of the above, so
-  // that the devices meet as in a new runtime. Returns whether it did. A
-  // backend whose numbering and news other processes share cannot on its
-  // own, and keeps everything (MPI: its devices stay gone for the peers).
-  virtual bool start_afresh() { return false; }
+  virtual bool out_of_step() = 0;
+  // A spawn of every device starts while out of step: if the backend can,
+  // it calls prepare() (the caller lets every device run its queue) and
+  // forgets all of the above, so that the devices meet as in a new
+  // runtime, and returns nothing. A backend whose numbering and news other
+  // processes share cannot on its own: it calls nothing, keeps everything
+  // and returns why (MPI: the devices stay gone until shutdown).
+  virtual std::optional<std::string> start_afresh(const std::function<void()>& prepare) = 0;
 
   // Meets the other participants of call's round and returns every
   // participant's payload, in ordinal order. Rounds are counted per tag,

@@ -442,4 +442,13 @@ if(ORDO_BUILD_PYTHON)
   ordo_add_mesh_test(NAME mpi_ending_both_gave_up_2x2
     CHECKS --status 0 --expect 2 "device [01] failed after" --expect 0 "without MPI_Finalize"
     ARGS -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_ENDING=together ${Python3_EXECUTABLE} ${endings})
+
+  # A spawn after a failed one cannot start afresh under mpirun: it refuses
+  # at once, before it runs anything, naming the failure; a restarted
+  # runtime then works (tests/mpi/python/respawn.py).
+  ordo_add_mesh_test(NAME mpi_spawn_after_a_failure_refuses_2x2
+    CHECKS --status 0
+           --expect 2 "spawn refused after 0\\.[0-9]+ s, having run \\[\\]: spawn cannot start afresh: under mpirun .*device 3 is gone \\(its spawn function raised RuntimeError: boom on the last device\\).*shutdown\\(\\) and init\\(\\) in every process start again"
+           --expect 2 "after init: \\[10.0, 10.0\\] \\(expected 10.0\\)"
+    ARGS -np 2 -x ORDO_NUM_DEVICES=2 ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/mpi/python/respawn.py)
 endif()

@@ -30,11 +30,12 @@ bool InProcessCommunicator::out_of_step() {
   return status_.any_gone() || status_.any_interrupted() || groups_.had_failures() || exchange_.unsettled();
 }
 
-bool InProcessCommunicator::start_afresh() {
+std::optional<std::string> InProcessCommunicator::start_afresh(const std::function<void()>& prepare) {
+  prepare();
   for (int device = 0; device < world_size_; ++device) status_.forget(device);
   groups_.start_afresh();
   exchange_.start_afresh();
-  return true;
+  return std::nullopt;
 }
 
 }  // namespace ordo::comm

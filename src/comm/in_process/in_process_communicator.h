@@ -39,7 +39,7 @@ class InProcessCommunicator : public Communicator {
   uint64_t interrupt(int device, const std::string& reason) override;
   void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
   bool out_of_step() override;
-  bool start_afresh() override;
+  std::optional<std::string> start_afresh(const std::function<void()>& prepare) override;
   std::vector<std::string> exchange(const ExchangeCall& call) override { return exchange_.exchange(call); }
 
  private:

@@ -106,7 +106,29 @@ void MpiCommunicator::hear(int device, const std::string& reason, Gone how) {
 
 void MpiCommunicator::give_up(const device::Failure& failure) {
   mesh_.gave_up(failure.message);
+  {
+    std::lock_guard<std::mutex> lock(gave_up_mu_);
+    if (!gave_up_on_) gave_up_on_ = failure.message;
+  }
   failure.raise();
+}
+
+std::optional<std::string> MpiCommunicator::why_out_of_step() {
+  if (std::optional<std::string> gone = status_.first_gone_for_good()) return gone;
+  {
+    std::lock_guard<std::mutex> lock(gave_up_mu_);
+    if (gave_up_on_) return str_cat("a collective failed (", *gave_up_on_, ")");
+  }
+  if (local_groups_.had_failures() || local_exchange_.unsettled()) {
+    return std::string("a collective among this process's devices failed");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> MpiCommunicator::start_afresh(const std::function<void()>&) {
+  const std::optional<std::string> why = why_out_of_step();
+  return str_cat("under mpirun the processes share the collectives' numbering, so what a failure left stays until "
+                 "shutdown: ", why.value_or("nothing"));
 }
 
 MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, int device) {

@@ -75,6 +75,8 @@ class MpiCommunicator : public Communicator {
   uint64_t interrupt(int device, const std::string& reason) override;
   void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
   std::vector<std::string> exchange(const ExchangeCall& call) override;
+  bool out_of_step() override { return why_out_of_step().has_value(); }
+  std::optional<std::string> start_afresh(const std::function<void()>& prepare) override;
 
  private:
   // A cross-process group's meeting and its leader's state.
@@ -116,6 +118,8 @@ class MpiCommunicator : public Communicator {
   // A collective or exchange with other processes failed: the mesh keeps
   // it for this process's exit (process_mesh.h), then it is raised.
   [[noreturn]] void give_up(const device::Failure& failure);
+  // What earlier failures left (out_of_step), if anything.
+  std::optional<std::string> why_out_of_step();
 
   const MpiWorld& world_;
   // A communicator of MPI's own for each of ordo's, so that messages left
@@ -133,6 +137,9 @@ class MpiCommunicator : public Communicator {
   Peers peers_;
   MpiExchange exchange_;
   ProcessMesh& mesh_;
+  // The first collective or exchange with other processes that failed.
+  std::mutex gave_up_mu_;
+  std::optional<std::string> gave_up_on_;  // guarded by gave_up_mu_
   std::mutex meetings_mu_;
   std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
   std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
