@@ -51,9 +51,8 @@ void mark_step(int device) {
   // itself, the oldest whenever it is `most` ahead, as it would otherwise
   // wait for it: the worker thread could only run them by taking the CPU
   // from it, two thread switches a step (1 KiB steps on 2 devices of 2
-  // CPUs: 6 us a step against 3.6 with no bound; kept, 2.4-4.4 us, within
-  // 1.0-1.15x of no bound). The worker keeps nothing for a caller that
-  // comes back late (device/worker.h).
+  // CPUs: 1.65-1.89x the time with no bound; kept, 0.97-1.06x). The worker
+  // keeps nothing for a caller that comes back late (device/worker.h).
   const bool takes_turns = worker.takes_turns_with_caller();
   using device::Worker;
   cut(index, takes_turns || most == 0 ? Worker::RunBy::kCaller : Worker::RunBy::kWorkerThread);

@@ -45,11 +45,17 @@ bool Worker::idle() {
 
 bool Worker::takes_turns_with_caller() const { return takes_turns_with(cpu_); }
 
-void Worker::drain_to(size_t most, const char* what, Leftover leftover) {
+void Worker::drain_to(size_t bound, const char* what, Leftover leftover) {
   std::unique_lock<std::mutex> lock(mu_);
   if (leftover == Leftover::kKeptByCaller && keeper_left_ != std::chrono::steady_clock::time_point{}) {
     keeper_comes_back_soon_ = std::chrono::steady_clock::now() - keeper_left_ < kept_for_;
   }
+  // A keeper over the bound runs every task it kept, not only the oldest:
+  // the devices' steps then run in batches, each meeting its peers' steps
+  // already traced, rather than in lockstep with their tracing (1 KiB
+  // steps at bound 2: 1.03-1.15x of no bound -> 0.98-1.03x).
+  const bool keeps = leftover == Leftover::kKeptByCaller && keeper_comes_back_soon_;
+  const size_t most = keeps && outstanding() > bound ? 0 : bound;
   const int bounded = most > 0 ? 1 : 0;
   bound_waiters_ += bounded;
   for (;;) {
@@ -64,14 +70,12 @@ void Worker::drain_to(size_t most, const char* what, Leftover leftover) {
     }
     if (outstanding() <= most) {
       bound_waiters_ -= bounded;
-      if (leftover == Leftover::kKeptByCaller) {
-        keeper_left_ = std::chrono::steady_clock::now();
-        if (keeper_comes_back_soon_) {
-          keep_for_caller();
-          return;
-        }
+      if (leftover == Leftover::kKeptByCaller) keeper_left_ = std::chrono::steady_clock::now();
+      if (keeps) {
+        keep_for_caller();
+      } else {
+        hand_back_to_worker_thread();
       }
-      hand_back_to_worker_thread();
       return;
     }
     // Another thread runs a task; it reports when the queue is empty (or,

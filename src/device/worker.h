@@ -56,10 +56,11 @@ class Worker {
   // On a thread with an interrupt check (core/interrupt.h), throws
   // ExecutionError once the check said so, after the task it runs.
   void drain();
-  // As drain, until at most `most` tasks are queued or running (drain is
-  // drain_to(0)): mark_step's bound on how far tracing runs ahead. `what`
-  // names the wait in an interrupt's message.
-  void drain_to(size_t most, const char* what = "wait_device_ops", Leftover leftover = Leftover::kToWorkerThread);
+  // As drain, until at most `bound` tasks are queued or running (drain is
+  // drain_to(0); a caller that keeps what it leaves runs all of it once
+  // over the bound): mark_step's bound on how far tracing runs ahead.
+  // `what` names the wait in an interrupt's message.
+  void drain_to(size_t bound, const char* what = "wait_device_ops", Leftover leftover = Leftover::kToWorkerThread);
   // Whether the calling thread and the worker thread take turns on one CPU
   // (device/cpu_placement.h): then a caller that waits anyway runs the
   // tasks itself.
