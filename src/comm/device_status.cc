@@ -72,13 +72,11 @@ std::optional<std::string> DeviceStatus::gone_reason(int device) const {
   return std::nullopt;
 }
 
-std::optional<std::string> DeviceStatus::first_gone_for_good() const {
+std::optional<std::string> DeviceStatus::first_failed() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [device, record] : records_) {  // in device order
-    for (Gone kind : {Gone::kFailed, Gone::kFinished}) {
-      if (const std::optional<std::string>& reason = record.gone[static_cast<size_t>(kind)]) {
-        return str_cat("device ", device, " is gone (", *reason, ")");
-      }
+    if (const std::optional<std::string>& reason = record.gone[static_cast<size_t>(Gone::kFailed)]) {
+      return str_cat("device ", device, " is gone (", *reason, ")");
     }
   }
   return std::nullopt;

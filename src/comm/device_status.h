@@ -70,9 +70,10 @@ class DeviceStatus {
   bool any_gone() const { return gone_count_.load(std::memory_order_acquire) > 0; }
   // Why the device is gone (the first kind of Gone it is), if it is.
   std::optional<std::string> gone_reason(int device) const;
-  // "device 3 is gone (<reason>)" for the lowest device failed or
-  // finished (gone for good: not only absent), if any is.
-  std::optional<std::string> first_gone_for_good() const;
+  // "device 3 is gone (<reason>)" for the lowest device failed, if any
+  // is (not finished: a process that finished its program left nothing
+  // out of step; not absent).
+  std::optional<std::string> first_failed() const;
 
   // Returns the interrupt's id, for end_interrupt. A later interrupt of
   // the device replaces the reason.

@@ -13,9 +13,10 @@ namespace {
 
 // Read once, by the first thread that asks (the one starting the first
 // runtime, before anything is pinned): pinned threads, and the workers they
-// start, which inherit their affinity, must not shrink the set.
+// start, which inherit their affinity, must not shrink the set. Never
+// destroyed: a worker still starting when the process exits reads it.
 const std::vector<int>& allowed_cpus() {
-  static const std::vector<int> cpus = [] {
+  static const std::vector<int>& cpus = *new std::vector<int>([] {
     std::vector<int> ids;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return ids;
@@ -23,7 +24,7 @@ const std::vector<int>& allowed_cpus() {
       if (CPU_ISSET(id, &allowed)) ids.push_back(id);
     }
     return ids;
-  }();
+  }());
   return cpus;
 }
 

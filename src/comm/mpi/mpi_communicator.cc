@@ -114,7 +114,7 @@ void MpiCommunicator::give_up(const device::Failure& failure) {
 }
 
 std::optional<std::string> MpiCommunicator::why_out_of_step() {
-  if (std::optional<std::string> gone = status_.first_gone_for_good()) return gone;
+  if (std::optional<std::string> failed = status_.first_failed()) return failed;
   {
     std::lock_guard<std::mutex> lock(gave_up_mu_);
     if (gave_up_on_) return str_cat("a collective failed (", *gave_up_on_, ")");
