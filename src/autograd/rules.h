@@ -25,7 +25,6 @@ struct BackwardCall {
   std::span<const Tensor> grads;  // one per output of the record
 
   const Tensor& input(size_t i) const { return record.inputs[i]; }
-  const ir::Attrs& attrs() const { return record.attrs; }
   // The op's attributes, read as the struct op_list.def names for it
   // (ir/op_attrs.h); views in them live as long as the record.
   template <typename T>
