@@ -59,7 +59,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Caller caller)
   common_device("permute", {&x});
   ORDO_ARG_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: ", dims.size(),
                  " dims given for a tensor of rank ", x.dim());
-  std::vector<int64_t> perm;
+  Shape perm;  // from the small-block allocator, as the attrs it is copied to
+  perm.reserve(dims.size());
   for (int64_t d : dims) perm.push_back(lazy::normalize_axis("permute", d, x.dim()));
   // Compared in place (ranks are small): no copy to sort on every trace.
   ORDO_ARG_CHECK(std::ranges::is_permutation(perm, std::views::iota(int64_t{0}, x.dim())), "permute: ",
