@@ -124,7 +124,7 @@ TEST_F(ConvTest, Conv2dAndItsGradientsMatchAPlainLoop) {
 // what conv2d and its (loop-checked) gradients give for those pairings.
 TEST_F(ConvTest, TheGradientOpsRulesAreTheirAdjoints) {
   const Shape xs = {2, 4, 7, 6}, ws = {6, 2, 3, 2}, ys = {2, 6, 4, 3};
-  const ir::Attrs attrs = ir::encode(ir::ConvAttrs{2, {{2, 1, 1, 1}, {2, 0, 0, 1}}});
+  const ir::ConvAttrs attrs{2, {{2, 1, 1, 1}, {2, 0, 0, 1}}};
   const ConvOptions options{{2}, {1, 0}, {1}, 2, ""};
   Tensor x = from_vector<double>(values(shape_numel(xs), 1.0), xs);
   Tensor w = from_vector<double>(values(shape_numel(ws), 0.5), ws);

@@ -7,7 +7,7 @@ namespace ordo::autograd {
 namespace {
 
 constexpr Rule kRules[] = {
-#define ORDO_OP(name, str, group) &backward_##name,
+#define ORDO_OP(name, str, group, attrs) &backward_##name,
 #include "ir/op_list.def"
 #undef ORDO_OP
 };

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "ir/op_attrs.h"
 #include "lazy/autograd_state.h"
 #include "lazy/tensor_impl.h"
 #include "ordo/tensor.h"
@@ -24,7 +25,12 @@ struct BackwardCall {
   std::span<const Tensor> grads;  // one per output of the record
 
   const Tensor& input(size_t i) const { return record.inputs[i]; }
-  const ir::Attrs& attrs() const { return record.attrs; }
+  // The op's attributes, read as the struct op_list.def names for it
+  // (ir/op_attrs.h); views in them live as long as the record.
+  template <typename T>
+  T attrs_as() const {
+    return ir::decode<T>(record.op, record.attrs);
+  }
   // Whether input i needs a gradient (a constant or an index does not).
   bool needs(size_t i) const { return record.inputs[i].impl()->requires_grad(); }
   // The one output's gradient, zeros if it is undefined.
@@ -37,7 +43,7 @@ using Rule = Gradients (*)(const BackwardCall& call);
 Rule rule_for(ir::OpKind op);
 
 // Every rule of the op list, declared here and defined in rules_*.cc.
-#define ORDO_OP(name, str, group) Gradients backward_##name(const BackwardCall& call);
+#define ORDO_OP(name, str, group, attrs) Gradients backward_##name(const BackwardCall& call);
 #include "ir/op_list.def"
 #undef ORDO_OP
 

@@ -15,7 +15,7 @@
 namespace ordo::autograd {
 namespace {
 
-ir::CollectiveAttrs attrs_of(const BackwardCall& call) { return ir::decode_collective(call.attrs()); }
+ir::CollectiveAttrs attrs_of(const BackwardCall& call) { return call.attrs_as<ir::CollectiveAttrs>(); }
 
 void require_sum(const BackwardCall& call, const ir::CollectiveAttrs& attrs) {
   ORDO_ARG_CHECK(attrs.reduce == ReduceType::kSum, ir::op_name(call.record.op), "(",

@@ -25,27 +25,30 @@ Gradients operands_grads(const BackwardCall& call, First first, Second second) {
 // y = conv(x, w): dx = ConvInputGrad(g, w), dw = ConvWeightGrad(x, g).
 Gradients backward_Conv(const BackwardCall& call) {
   const Tensor &x = call.input(0), &w = call.input(1);
+  const auto conv = call.attrs_as<ir::ConvAttrs>();
   return operands_grads(
-      call, [&](const Tensor& g) { return lazy::conv_input_grad(g, w, call.attrs(), x.shape()); },
-      [&](const Tensor& g) { return lazy::conv_weight_grad(x, g, call.attrs(), w.shape()); });
+      call, [&](const Tensor& g) { return lazy::conv_input_grad(g, w, conv, x.shape()); },
+      [&](const Tensor& g) { return lazy::conv_weight_grad(x, g, conv, w.shape()); });
 }
 
 // dx = ConvInputGrad(g, w), the pairing <h, dx> = <conv(h, w), g>: h's
 // convolution with w for g, and ConvWeightGrad(h, g) for w.
 Gradients backward_ConvInputGrad(const BackwardCall& call) {
   const Tensor &g = call.input(0), &w = call.input(1);
+  const auto conv = call.attrs_as<ir::ConvAttrs>();
   return operands_grads(
-      call, [&](const Tensor& h) { return lazy::conv(h, w, call.attrs()); },
-      [&](const Tensor& h) { return lazy::conv_weight_grad(h, g, call.attrs(), w.shape()); });
+      call, [&](const Tensor& h) { return lazy::conv(h, w, conv); },
+      [&](const Tensor& h) { return lazy::conv_weight_grad(h, g, conv, w.shape()); });
 }
 
 // dw = ConvWeightGrad(x, g), the pairing <h, dw> = <conv(x, h), g>:
 // ConvInputGrad(g, h) for x and x's convolution with h for g.
 Gradients backward_ConvWeightGrad(const BackwardCall& call) {
   const Tensor &x = call.input(0), &g = call.input(1);
+  const auto conv = call.attrs_as<ir::ConvAttrs>();
   return operands_grads(
-      call, [&](const Tensor& h) { return lazy::conv_input_grad(g, h, call.attrs(), x.shape()); },
-      [&](const Tensor& h) { return lazy::conv(x, h, call.attrs()); });
+      call, [&](const Tensor& h) { return lazy::conv_input_grad(g, h, conv, x.shape()); },
+      [&](const Tensor& h) { return lazy::conv(x, h, conv); });
 }
 
 }  // namespace ordo::autograd

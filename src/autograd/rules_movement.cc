@@ -29,7 +29,7 @@ Tensor pad_along(const Tensor& g, int64_t axis, int64_t start, int64_t size) {
 Gradients backward_Reshape(const BackwardCall& call) { return {reshape(call.grad(), call.input(0).shape())}; }
 
 Gradients backward_Permute(const BackwardCall& call) {
-  const ir::AttrInts& perm = call.attrs().ints;
+  const std::span<const int64_t> perm = call.attrs_as<ir::PermuteAttrs>().permutation;
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return {permute(call.grad(), inverse)};
@@ -39,9 +39,7 @@ Gradients backward_Permute(const BackwardCall& call) {
 // goes back with s - 1 zeros after each of its elements.
 Gradients backward_Slice(const BackwardCall& call) {
   const Tensor& x = call.input(0);
-  const int64_t axis = call.attrs().ints[0];
-  const int64_t start = call.attrs().ints[1];
-  const int64_t step = call.attrs().ints[2];
+  const auto [axis, start, step] = call.attrs_as<ir::SliceAttrs>();
   const int64_t size = x.shape()[static_cast<size_t>(axis)];
   Tensor g = call.grad();
   const int64_t taken = g.shape()[static_cast<size_t>(axis)];
@@ -62,7 +60,7 @@ Gradients backward_Slice(const BackwardCall& call) {
 }
 
 Gradients backward_Concat(const BackwardCall& call) {
-  const int64_t axis = call.attrs().ints[0];
+  const int64_t axis = call.attrs_as<ir::AxisAttrs>().axis;
   const Tensor g = call.grad();
   Gradients grads(call.record.inputs.size());
   int64_t offset = 0;
@@ -80,19 +78,19 @@ Gradients backward_BroadcastTo(const BackwardCall& call) {
 
 Gradients backward_IndexSelect(const BackwardCall& call) {
   const Tensor& x = call.input(0);
-  return {index_add(zeros_like(x), call.attrs().ints[0], call.input(1), call.grad()), Tensor()};
+  return {index_add(zeros_like(x), call.attrs_as<ir::AxisAttrs>().axis, call.input(1), call.grad()), Tensor()};
 }
 
 Gradients backward_Gather(const BackwardCall& call) {
   const Tensor& x = call.input(0);
-  return {scatter_add(zeros_like(x), call.attrs().ints[0], call.input(1), call.grad()), Tensor()};
+  return {scatter_add(zeros_like(x), call.attrs_as<ir::AxisAttrs>().axis, call.input(1), call.grad()), Tensor()};
 }
 
 Gradients backward_ScatterAdd(const BackwardCall& call) {
   const Tensor g = call.grad();
   Gradients grads(3);
   if (call.needs(0)) grads[0] = g;
-  if (call.needs(2)) grads[2] = gather(g, call.attrs().ints[0], call.input(1));
+  if (call.needs(2)) grads[2] = gather(g, call.attrs_as<ir::AxisAttrs>().axis, call.input(1));
   return grads;
 }
 

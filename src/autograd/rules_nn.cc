@@ -24,7 +24,7 @@ Shape spatial(const Shape& shape) { return {shape[2], shape[3]}; }
 
 Gradients backward_MaxPool2d(const BackwardCall& call) {
   const Tensor& x = call.input(0);
-  return {lazy::max_pool2d_backward(call.grad(0), x, call.attrs())};
+  return {lazy::max_pool2d_backward(call.grad(0), x, call.attrs_as<ir::MaxPoolAttrs>())};
 }
 
 // Linear in grad (its gradient: the values at each maximum); x only picks
@@ -34,17 +34,18 @@ Gradients backward_MaxPool2dBackward(const BackwardCall& call) {
   const Tensor& x = call.input(1);
   Gradients grads(2);
   if (call.needs(0)) {
-    grads[0] = pick_in_planes(call.grad(), lazy::max_pool2d_indices(x, call.attrs(), grad.shape()));
+    const Tensor indices = lazy::max_pool2d_indices(x, call.attrs_as<ir::MaxPoolAttrs>(), grad.shape());
+    grads[0] = pick_in_planes(call.grad(), indices);
   }
   return grads;
 }
 
 Gradients backward_AvgPool2d(const BackwardCall& call) {
-  return {lazy::avg_pool2d_backward(call.grad(), call.attrs(), call.input(0).shape())};
+  return {lazy::avg_pool2d_backward(call.grad(), call.attrs_as<ir::AvgPoolAttrs>(), call.input(0).shape())};
 }
 
 Gradients backward_AvgPool2dBackward(const BackwardCall& call) {
-  return {lazy::avg_pool2d_forward(call.grad(), call.attrs(), call.input(0).shape())};
+  return {lazy::avg_pool2d_forward(call.grad(), call.attrs_as<ir::AvgPoolAttrs>(), call.input(0).shape())};
 }
 
 Gradients backward_AdaptiveAvgPool2d(const BackwardCall& call) {
@@ -58,7 +59,7 @@ Gradients backward_AdaptiveAvgPool2dBackward(const BackwardCall& call) {
 
 Gradients backward_BatchNormTraining(const BackwardCall& call) {
   const lazy::BatchNormGradients g = lazy::batch_norm_training_backward(
-      call.grad(0), call.input(0), call.input(1), call.grad(1), call.grad(2), call.attrs().reals[0]);
+      call.grad(0), call.input(0), call.input(1), call.grad(1), call.grad(2), call.attrs_as<ir::BatchNormAttrs>().eps);
   Gradients grads(3);
   if (call.needs(0)) grads[0] = g.input;
   if (call.needs(1)) grads[1] = g.weight;

@@ -6,7 +6,8 @@ namespace ordo::autograd {
 namespace {
 
 std::vector<int64_t> reduced_axes(const BackwardCall& call) {
-  return {call.attrs().ints.begin(), call.attrs().ints.end()};
+  const std::span<const int64_t> axes = call.attrs_as<ir::ReduceAttrs>().axes;
+  return {axes.begin(), axes.end()};
 }
 
 // The output's gradient with the reduced axes back (size 1), then stretched

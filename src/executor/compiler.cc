@@ -5,6 +5,7 @@
 
 #include "executor/fusion.h"
 #include "executor/transpose_folding.h"
+#include "ir/op_attrs.h"
 
 namespace ordo::executor {
 namespace {
@@ -146,7 +147,7 @@ std::shared_ptr<const ExecutionPlan> compile(const ir::PostOrder& graph,
       if (const FoldedTransposes::Matmul* matmul = folded.find(unit.nodes.front())) {
         step.op = ir::OpKind::kMatmul;  // also for a transposing permute run as the swapped product
         step.kernel = kernels::kernel_for(step.op);
-        step.attrs.ints = {matmul->transposed[0], matmul->transposed[1]};
+        step.attrs = ir::encode<ir::OpKind::kMatmul>({matmul->transposed[0], matmul->transposed[1]});
         for (const ir::NodeOutput& operand : matmul->operands) {
           step.input_slots.push_back(slot_of(operand.node, operand.index));
         }

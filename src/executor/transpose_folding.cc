@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "ir/op_attrs.h"
 #include "kernels/matmul.h"
 
 namespace ordo::executor {
 namespace {
 
 // A permutation that keeps every dim but swaps the last two.
-bool swaps_last_two_dims(const ir::AttrInts& permutation) {
+bool swaps_last_two_dims(std::span<const int64_t> permutation) {
   const auto rank = static_cast<int64_t>(permutation.size());
   if (rank < 2) return false;
   for (int64_t d = 0; d < rank - 2; ++d) {
@@ -18,7 +19,8 @@ bool swaps_last_two_dims(const ir::AttrInts& permutation) {
 }
 
 bool is_transpose(const ir::Node& node) {
-  return node.op() == ir::OpKind::kPermute && swaps_last_two_dims(node.attrs().ints);
+  return node.op() == ir::OpKind::kPermute &&
+         swaps_last_two_dims(ir::attrs_of<ir::PermuteAttrs>(node).permutation);
 }
 
 bool is_same_shape_reshape(const ir::Node& node) {

@@ -9,7 +9,8 @@ namespace ordo::ir {
 
 // ints: reduce, dim, concat_dim, root, #groups, size of each group, members...,
 // #pairs, source, target, ...; reals: scale; flag: token operand.
-Attrs encode(const CollectiveAttrs& c) {
+Attrs CollectiveAttrs::encode() const {
+  const CollectiveAttrs& c = *this;
   Attrs attrs;
   size_t members = 0;
   for (const auto& group : c.groups) members += group.size();
@@ -28,7 +29,7 @@ Attrs encode(const CollectiveAttrs& c) {
   return attrs;
 }
 
-CollectiveAttrs decode_collective(const Attrs& attrs) {
+CollectiveAttrs CollectiveAttrs::decode(const Attrs& attrs) {
   CollectiveAttrs c;
   const AttrInts& v = attrs.ints;
   size_t at = 0;
@@ -56,7 +57,7 @@ CollectiveAttrs decode_collective(const Attrs& attrs) {
 }
 
 CollectiveAttrs decode_collective(const Node& node) {
-  CollectiveAttrs c = decode_collective(node.attrs());
+  CollectiveAttrs c = CollectiveAttrs::decode(node.attrs());
   c.location = node.location();
   return c;
 }

@@ -28,6 +28,11 @@ struct CollectiveAttrs {
 
   // The members of device's group in rank order (every device if no groups).
   std::vector<int> group_of(int device, int world_size) const;
+
+  // One of the op list's attrs structs (ir/op_attrs.h); location is not
+  // encoded.
+  Attrs encode() const;
+  static CollectiveAttrs decode(const Attrs& attrs);
 };
 
 // The one way of writing a partition: the same groups listed in another
@@ -38,8 +43,6 @@ struct CollectiveAttrs {
 // groups must partition the world_size devices.
 ReplicaGroups canonical_partition(ReplicaGroups groups, int world_size);
 
-Attrs encode(const CollectiveAttrs& attrs);
-CollectiveAttrs decode_collective(const Attrs& attrs);
 // A collective node's attributes with its location.
 CollectiveAttrs decode_collective(const Node& node);
 

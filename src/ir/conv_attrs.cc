@@ -4,16 +4,16 @@
 
 namespace ordo::ir {
 
-Attrs encode(const ConvAttrs& conv) {
+Attrs ConvAttrs::encode() const {
   Attrs attrs;
-  attrs.ints.push_back(conv.groups);
-  for (const ConvDim& dim : conv.dims) {
+  attrs.ints.push_back(groups);
+  for (const ConvDim& dim : dims) {
     attrs.ints.insert(attrs.ints.end(), {dim.stride, dim.pad_begin, dim.pad_end, dim.dilation});
   }
   return attrs;
 }
 
-ConvAttrs decode_conv(const Attrs& attrs) {
+ConvAttrs ConvAttrs::decode(const Attrs& attrs) {
   ORDO_CHECK(!attrs.ints.empty() && attrs.ints.size() % 4 == 1, ": a convolution's attrs hold ", attrs.ints.size(),
              " ints");
   ConvAttrs conv;

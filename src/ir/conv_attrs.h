@@ -2,8 +2,7 @@
 // and its encoding in ir::Attrs: ints = {groups, then per spatial dim:
 // stride, pad_begin, pad_end, dilation}. Padding has two sides because
 // torch's padding='same' with an even kernel pads one more at the end.
-// The builders (lazy/conv_ops.cc) and the kernel (kernels/conv.cc) both
-// read it from here, so the layout has one definition.
+// One of the op list's attrs structs (ir/op_attrs.h).
 #pragma once
 
 #include <cstdint>
@@ -32,9 +31,9 @@ struct ConvDim {
 struct ConvAttrs {
   int64_t groups = 1;
   std::vector<ConvDim> dims;  // one per spatial dim, outermost first
-};
 
-Attrs encode(const ConvAttrs& conv);
-ConvAttrs decode_conv(const Attrs& attrs);
+  Attrs encode() const;
+  static ConvAttrs decode(const Attrs& attrs);
+};
 
 }  // namespace ordo::ir

@@ -48,9 +48,10 @@ struct Value {
 using ValueList = std::vector<Value, SmallBlockAllocator<Value>>;
 using ValueTypes = std::vector<ValueType, SmallBlockAllocator<ValueType>>;
 
-// Op attributes; their layout per op is written in op_list.def. Like the
-// node's other lists they live and die with it, so they come from the
-// small-block allocator too.
+// Op attributes as the node hashes them. Each op reads its own as the
+// struct op_list.def names for it (ir/op_attrs.h, where the layout is
+// written). Like the node's other lists they live and die with it, so they
+// come from the small-block allocator too.
 using AttrInts = std::vector<int64_t, SmallBlockAllocator<int64_t>>;
 using AttrReals = std::vector<double, SmallBlockAllocator<double>>;
 struct Attrs {

@@ -11,7 +11,7 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOpInfo[] = {
-#define ORDO_OP(name, str, group) {str, OpGroup::group},
+#define ORDO_OP(name, str, group, attrs) {str, OpGroup::group},
 #include "ir/op_list.def"
 #undef ORDO_OP
 };

@@ -7,7 +7,7 @@
 namespace ordo::ir {
 
 enum class OpKind : uint16_t {
-#define ORDO_OP(name, str, group) k##name,
+#define ORDO_OP(name, str, group, attrs) k##name,
 #include "ir/op_list.def"
 #undef ORDO_OP
   kCount

@@ -124,7 +124,7 @@ template <>
 void run<ir::OpKind::kBatchNormTraining>(const KernelArgs& args) {
   const device::Buffer& x = *args.inputs[0];
   const ChannelLayout l = layout_of(x.shape);
-  const double eps = args.attrs.reals[0];
+  const double eps = ir::decode<ir::OpKind::kBatchNormTraining>(args.attrs).eps;
   const device::Buffer& y = make_output(args, 0);
   const device::Buffer& mean = make_output(args, 1);
   const device::Buffer& var = make_output(args, 2);
@@ -149,6 +149,7 @@ void run<ir::OpKind::kBatchNormTrainingBackward>(const KernelArgs& args) {
   const device::Buffer& grad_x = make_output(args, 0);
   const device::Buffer& grad_w = make_output(args, 1);
   const device::Buffer& grad_b = make_output(args, 2);
+  const double eps = ir::decode<ir::OpKind::kBatchNormTrainingBackward>(args.attrs).eps;
   visit_dtype(FloatingTypes{}, x.dtype, [&]<typename T>(TypeTag<T>) {
     const ChannelBackward<T> channel{l,
                                      args.inputs[0]->data<T>(),
@@ -159,7 +160,7 @@ void run<ir::OpKind::kBatchNormTrainingBackward>(const KernelArgs& args) {
                                      grad_x.mutable_data<T>(),
                                      grad_w.mutable_data<T>(),
                                      grad_b.mutable_data<T>(),
-                                     args.attrs.reals[0]};
+                                     eps};
     for_each_channel(l, channel);
   });
 }

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "device/free_cores.h"
-#include "ir/conv_attrs.h"
+#include "ir/op_attrs.h"
 #include "kernels/blas.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/tile_gemm.h"
@@ -58,8 +58,7 @@ struct ConvProblem {
   }
 };
 
-ConvProblem problem_of(const Shape& x, const Shape& w, const Shape& y, const ir::Attrs& attrs) {
-  const ir::ConvAttrs conv = ir::decode_conv(attrs);
+ConvProblem problem_of(const Shape& x, const Shape& w, const Shape& y, const ir::ConvAttrs& conv) {
   const bool two_d = conv.dims.size() == 2;
   ConvProblem p;
   p.batch = x[0];
@@ -354,8 +353,8 @@ struct Operands {
 Operands operands_of(const KernelArgs& args) { return {*args.inputs[0], *args.inputs[1], make_output(args)}; }
 
 template <typename T>
-void forward(const device::Buffer& x, const device::Buffer& w, const device::Buffer& y, const ir::Attrs& attrs) {
-  const ConvProblem p = problem_of(x.shape, w.shape, y.shape, attrs);
+void forward(const device::Buffer& x, const device::Buffer& w, const device::Buffer& y, const ir::ConvAttrs& conv) {
+  const ConvProblem p = problem_of(x.shape, w.shape, y.shape, conv);
   if (y.numel == 0) return;
   const Tiling tiling = Tiling::of<T>(p);
   run_spread(p.groups * tiling.count(), [&](int64_t block) {
@@ -365,8 +364,9 @@ void forward(const device::Buffer& x, const device::Buffer& w, const device::Buf
 }
 
 template <typename T>
-void input_grad(const device::Buffer& gy, const device::Buffer& w, const device::Buffer& dx, const ir::Attrs& attrs) {
-  const ConvProblem p = problem_of(dx.shape, w.shape, gy.shape, attrs);
+void input_grad(const device::Buffer& gy, const device::Buffer& w, const device::Buffer& dx,
+                const ir::ConvAttrs& conv) {
+  const ConvProblem p = problem_of(dx.shape, w.shape, gy.shape, conv);
   if (dx.numel == 0) return;
   const Tiling tiling = Tiling::of<T>(p);
   const int64_t per_owner = tiling.tiles_per_owner(), owners = tiling.count() / per_owner;
@@ -377,8 +377,9 @@ void input_grad(const device::Buffer& gy, const device::Buffer& w, const device:
 }
 
 template <typename T>
-void weight_grad(const device::Buffer& x, const device::Buffer& gy, const device::Buffer& dw, const ir::Attrs& attrs) {
-  const ConvProblem p = problem_of(x.shape, dw.shape, gy.shape, attrs);
+void weight_grad(const device::Buffer& x, const device::Buffer& gy, const device::Buffer& dw,
+                 const ir::ConvAttrs& conv) {
+  const ConvProblem p = problem_of(x.shape, dw.shape, gy.shape, conv);
   T* out = dw.mutable_data<T>();
   if (dw.numel == 0) return;
   const int64_t size = p.group_out_channels() * p.patch();
@@ -411,21 +412,22 @@ void weight_grad(const device::Buffer& x, const device::Buffer& gy, const device
 template <>
 void run<ir::OpKind::kConv>(const KernelArgs& args) {
   const Operands o = operands_of(args);
-  visit_dtype(FloatingTypes{}, o.out.dtype, [&]<typename T>(TypeTag<T>) { forward<T>(o.a, o.b, o.out, args.attrs); });
+  const ir::ConvAttrs conv = ir::decode<ir::OpKind::kConv>(args.attrs);
+  visit_dtype(FloatingTypes{}, o.out.dtype, [&]<typename T>(TypeTag<T>) { forward<T>(o.a, o.b, o.out, conv); });
 }
 
 template <>
 void run<ir::OpKind::kConvInputGrad>(const KernelArgs& args) {
   const Operands o = operands_of(args);
-  visit_dtype(FloatingTypes{}, o.out.dtype,
-              [&]<typename T>(TypeTag<T>) { input_grad<T>(o.a, o.b, o.out, args.attrs); });
+  const ir::ConvAttrs conv = ir::decode<ir::OpKind::kConvInputGrad>(args.attrs);
+  visit_dtype(FloatingTypes{}, o.out.dtype, [&]<typename T>(TypeTag<T>) { input_grad<T>(o.a, o.b, o.out, conv); });
 }
 
 template <>
 void run<ir::OpKind::kConvWeightGrad>(const KernelArgs& args) {
   const Operands o = operands_of(args);
-  visit_dtype(FloatingTypes{}, o.out.dtype,
-              [&]<typename T>(TypeTag<T>) { weight_grad<T>(o.a, o.b, o.out, args.attrs); });
+  const ir::ConvAttrs conv = ir::decode<ir::OpKind::kConvWeightGrad>(args.attrs);
+  visit_dtype(FloatingTypes{}, o.out.dtype, [&]<typename T>(TypeTag<T>) { weight_grad<T>(o.a, o.b, o.out, conv); });
 }
 
 }  // namespace ordo::kernels

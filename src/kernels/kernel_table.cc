@@ -18,7 +18,7 @@ void run<ir::OpKind::kDeviceData>(const KernelArgs&) {
 namespace {
 
 constexpr KernelFn kKernels[] = {
-#define ORDO_OP(name, str, group) &run<ir::OpKind::k##name>,
+#define ORDO_OP(name, str, group, attrs) &run<ir::OpKind::k##name>,
 #include "ir/op_list.def"
 #undef ORDO_OP
 };

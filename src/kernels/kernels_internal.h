@@ -12,6 +12,7 @@
 
 #include "core/arithmetic.h"
 #include "core/check.h"
+#include "ir/op_attrs.h"
 #include "kernels/kernel.h"
 #include "ordo/error.h"
 
@@ -22,8 +23,8 @@ namespace ordo::kernels {
 template <ir::OpKind kOp>
 void run(const KernelArgs& args);
 
-#define ORDO_OP(name, str, group) \
-  template <>                     \
+#define ORDO_OP(name, str, group, attrs) \
+  template <>                            \
   void run<ir::OpKind::k##name>(const KernelArgs& args);
 #include "ir/op_list.def"
 #undef ORDO_OP

@@ -178,8 +178,7 @@ void run<ir::OpKind::kMatmul>(const KernelArgs& args) {
   const device::Buffer& a = *args.inputs[0];
   const device::Buffer& b = *args.inputs[1];
   const device::Buffer& c = make_output(args);
-  const bool transpose_a = !args.attrs.ints.empty() && args.attrs.ints[0] != 0;
-  const bool transpose_b = !args.attrs.ints.empty() && args.attrs.ints[1] != 0;
+  const auto [transpose_a, transpose_b] = ir::decode<ir::OpKind::kMatmul>(args.attrs);
   visit_dtype(NumericTypes{}, c.dtype, [&]<typename T>(TypeTag<T>) {
     if constexpr (std::is_floating_point_v<T>) {
       const BlockedProduct<T> product({a.shape, b.shape, c.shape, transpose_a, transpose_b}, a.data<T>(),

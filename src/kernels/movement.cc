@@ -147,7 +147,9 @@ void run<OpKind::kPermute>(const KernelArgs& args) {
   const device::Buffer& in = *args.inputs[0];
   const Strides in_strides = contiguous_strides(in.shape);
   Strides strides;
-  for (int64_t axis : args.attrs.ints) strides.push_back(in_strides[static_cast<size_t>(axis)]);
+  for (int64_t axis : ir::decode<OpKind::kPermute>(args.attrs).permutation) {
+    strides.push_back(in_strides[static_cast<size_t>(axis)]);
+  }
   const device::Buffer& out = make_output(args);
   if (out.numel == 0) return;
   bool tiled = false;
@@ -158,9 +160,10 @@ void run<OpKind::kPermute>(const KernelArgs& args) {
 template <>
 void run<OpKind::kSlice>(const KernelArgs& args) {
   const device::Buffer& in = *args.inputs[0];
-  const size_t axis = static_cast<size_t>(args.attrs.ints[0]);
-  const int64_t start = args.attrs.ints[1];
-  const int64_t step = args.attrs.ints[2];
+  const ir::SliceAttrs slice = ir::decode<OpKind::kSlice>(args.attrs);
+  const auto axis = static_cast<size_t>(slice.axis);
+  const int64_t start = slice.start;
+  const int64_t step = slice.step;
   Strides strides = contiguous_strides(in.shape);
   const int64_t offset = start * strides[axis];
   // A step past the end (0:n:INT64_MAX takes one element) would overflow
@@ -178,7 +181,7 @@ void run<OpKind::kBroadcastTo>(const KernelArgs& args) {
 
 template <>
 void run<OpKind::kConcat>(const KernelArgs& args) {
-  const int64_t axis = args.attrs.ints[0];
+  const int64_t axis = ir::decode<OpKind::kConcat>(args.attrs).axis;
   const device::Buffer& out = make_output(args);
   std::vector<size_t> blocks;
   for (const device::Buffer* in : args.inputs) {
@@ -199,7 +202,7 @@ void run<OpKind::kConcat>(const KernelArgs& args) {
 template <>
 void run<OpKind::kIndexSelect>(const KernelArgs& args) {
   const device::Buffer& x = *args.inputs[0];
-  const int64_t axis = args.attrs.ints[0];
+  const int64_t axis = ir::decode<OpKind::kIndexSelect>(args.attrs).axis;
   const AxisSplit split = split_at(x, axis);
   const std::vector<int64_t> index = normalized_indices(*args.inputs[1], split.size, axis);
   const device::Buffer& out = make_output(args);
@@ -219,7 +222,7 @@ void run<OpKind::kGather>(const KernelArgs& args) {
   const device::Buffer& x = *args.inputs[0];
   const device::Buffer& index = *args.inputs[1];
   const device::Buffer& out = make_output(args);
-  const int64_t axis = args.attrs.ints[0];
+  const int64_t axis = ir::decode<OpKind::kGather>(args.attrs).axis;
   const int64_t size = x.shape[static_cast<size_t>(axis)];
   // Walk the index's shape (which the output shares). x is read at the same
   // coordinates except along axis, where the index value says where to read.
@@ -251,7 +254,7 @@ void run<OpKind::kScatterAdd>(const KernelArgs& args) {
   const device::Buffer& src = *args.inputs[2];
   const device::Buffer& out = make_output(args);
   if (out.nbytes() != 0) std::memcpy(out.storage.get(), self.storage.get(), out.nbytes());
-  const int64_t axis = args.attrs.ints[0];
+  const int64_t axis = ir::decode<OpKind::kScatterAdd>(args.attrs).axis;
   const int64_t size = self.shape[static_cast<size_t>(axis)];
   Strides out_strides = contiguous_strides(out.shape);
   const int64_t axis_stride = out_strides[static_cast<size_t>(axis)];

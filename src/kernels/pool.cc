@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/simd.h"
+#include "ir/op_attrs.h"
 #include "kernels/item_blocks.h"
 #include "kernels/kernels_internal.h"
 
@@ -28,11 +29,10 @@ struct AxisParams {
   int64_t kernel, stride, pad, dilation;
 };
 
-// attrs.ints{kh, kw, sh, sw, ph, pw, ...}; axis 0 is height, 1 width.
-AxisParams axis_params(const ir::Attrs& attrs, int axis, bool dilated) {
-  const auto& v = attrs.ints;
-  return {v[static_cast<size_t>(axis)], v[static_cast<size_t>(2 + axis)], v[static_cast<size_t>(4 + axis)],
-          dilated ? v[static_cast<size_t>(6 + axis)] : 1};
+// Axis 0 is height, 1 width; avg_pool2d has no dilation.
+AxisParams axis_params(const ir::PoolWindowAttr& window, int axis, int64_t dilation) {
+  const auto a = static_cast<size_t>(axis);
+  return {window.kernel[a], window.stride[a], window.padding[a], dilation};
 }
 
 // max_pool2d's windows: the first in-input position reached from the start
@@ -148,9 +148,9 @@ struct MaxGeometry {
   int64_t dh, dw;
 };
 
-MaxGeometry max_geometry(const ir::Attrs& attrs, const Shape& input, const Shape& output) {
-  const AxisParams h = axis_params(attrs, 0, true);
-  const AxisParams w = axis_params(attrs, 1, true);
+MaxGeometry max_geometry(const ir::MaxPoolAttrs& pool, const Shape& input, const Shape& output) {
+  const AxisParams h = axis_params(pool.window, 0, pool.dilation[0]);
+  const AxisParams w = axis_params(pool.window, 1, pool.dilation[1]);
   const Planes planes = planes_of(input, output);
   return {planes, max_windows(h, planes.in_h, planes.out_h), max_windows(w, planes.in_w, planes.out_w), h.dilation,
           w.dilation};
@@ -274,14 +274,14 @@ struct AvgGeometry {
   int64_t divisor_override;
 };
 
-AvgGeometry avg_geometry(const ir::Attrs& attrs, const Shape& input, const Shape& output) {
+AvgGeometry avg_geometry(const ir::AvgPoolAttrs& pool, const Shape& input, const Shape& output) {
   const Planes planes = planes_of(input, output);
-  const AxisParams h = axis_params(attrs, 0, false);
-  const AxisParams w = axis_params(attrs, 1, false);
-  const int64_t override_value = attrs.ints[7];
-  const auto divisor = override_value > 0 ? AvgGeometry::Divisor::kOverride
-                       : attrs.ints[6] != 0 ? AvgGeometry::Divisor::kPadded
-                                            : AvgGeometry::Divisor::kClipped;
+  const AxisParams h = axis_params(pool.window, 0, 1);
+  const AxisParams w = axis_params(pool.window, 1, 1);
+  const int64_t override_value = pool.divisor_override;
+  const auto divisor = override_value > 0     ? AvgGeometry::Divisor::kOverride
+                       : pool.count_include_pad ? AvgGeometry::Divisor::kPadded
+                                                : AvgGeometry::Divisor::kClipped;
   return {planes, avg_windows(h, planes.in_h, planes.out_h), avg_windows(w, planes.in_w, planes.out_w), divisor,
           override_value};
 }
@@ -338,13 +338,13 @@ void avg_pool_backward_plane(const AvgGeometry& g, const T* grad, T* grad_in) {
   }
 }
 
-// The forward (input: x; outputs: the maxima and, with attrs.flag, their
+// The forward (input: x; outputs: the maxima and, with_indices, their
 // indices) or the backward (inputs: the output's gradient and x).
-void run_max_pool(const KernelArgs& args, bool backward) {
+void run_max_pool(const KernelArgs& args, const ir::MaxPoolAttrs& pool, bool backward) {
   const device::Buffer& x = *args.inputs[backward ? 1 : 0];
   const device::Buffer& out = make_output(args, 0);
-  int64_t* indices = !backward && args.attrs.flag ? make_output(args, 1).mutable_data<int64_t>() : nullptr;
-  const MaxGeometry g = max_geometry(args.attrs, x.shape, backward ? args.inputs[0]->shape : out.shape);
+  int64_t* indices = !backward && pool.with_indices ? make_output(args, 1).mutable_data<int64_t>() : nullptr;
+  const MaxGeometry g = max_geometry(pool, x.shape, backward ? args.inputs[0]->shape : out.shape);
   const int64_t in_plane = g.planes.in_h * g.planes.in_w;
   const int64_t out_plane = g.planes.out_h * g.planes.out_w;
   visit_dtype(FloatingTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
@@ -382,22 +382,24 @@ void run_avg_pool(const KernelArgs& args, const AvgGeometry& g, bool backward) {
 
 template <>
 void run<ir::OpKind::kMaxPool2d>(const KernelArgs& args) {
-  run_max_pool(args, false);
+  run_max_pool(args, ir::decode<ir::OpKind::kMaxPool2d>(args.attrs), false);
 }
 
 template <>
 void run<ir::OpKind::kMaxPool2dBackward>(const KernelArgs& args) {
-  run_max_pool(args, true);
+  run_max_pool(args, ir::decode<ir::OpKind::kMaxPool2dBackward>(args.attrs), true);
 }
 
 template <>
 void run<ir::OpKind::kAvgPool2d>(const KernelArgs& args) {
-  run_avg_pool(args, avg_geometry(args.attrs, args.inputs[0]->shape, args.output_types[0].shape), false);
+  const ir::AvgPoolAttrs pool = ir::decode<ir::OpKind::kAvgPool2d>(args.attrs);
+  run_avg_pool(args, avg_geometry(pool, args.inputs[0]->shape, args.output_types[0].shape), false);
 }
 
 template <>
 void run<ir::OpKind::kAvgPool2dBackward>(const KernelArgs& args) {
-  run_avg_pool(args, avg_geometry(args.attrs, args.output_types[0].shape, args.inputs[0]->shape), true);
+  const ir::AvgPoolAttrs pool = ir::decode<ir::OpKind::kAvgPool2dBackward>(args.attrs);
+  run_avg_pool(args, avg_geometry(pool, args.output_types[0].shape, args.inputs[0]->shape), true);
 }
 
 template <>

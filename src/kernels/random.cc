@@ -13,8 +13,7 @@ void run<ir::OpKind::kRandomUniform>(const KernelArgs& args) {
   const device::Buffer& out = make_output(args);
   if (out.numel == 0) return;
   const auto seed = static_cast<uint64_t>(args.inputs[0]->data<int64_t>()[0]);
-  const double low = args.attrs.reals[0];
-  const double high = args.attrs.reals[1];
+  const auto [low, high] = ir::decode<ir::OpKind::kRandomUniform>(args.attrs);
   visit_dtype(FloatingTypes{}, out.dtype, [&]<typename T>(TypeTag<T>) {
     T* const dst = out.mutable_data<T>();
     run_row_blocks(1, out.numel, [&](const RowBlock& block) {

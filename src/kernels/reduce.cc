@@ -1,4 +1,4 @@
-// Reductions over attrs.ints (sorted, unique axes; keepdim is already in the
+// Reductions over ReduceAttrs::axes (sorted, unique; keepdim is already in the
 // output shape), vectorized and split across free cores, in an order fixed
 // by the shape alone (so bitwise the same on every run, device and thread
 // count):
@@ -142,10 +142,10 @@ struct Reduction {
 };
 
 template <typename Op, typename In>
-void reduce_into(const KernelArgs& args, typename Op::Slot* slots) {
+void reduce_into(const KernelArgs& args, std::span<const int64_t> axes, typename Op::Slot* slots) {
   const device::Buffer& in = *args.inputs[0];
   if (in.numel == 0) return;
-  const std::vector<Group> groups = collapse(in.shape, args.attrs.ints);
+  const std::vector<Group> groups = collapse(in.shape, axes);
   Reduction<Op, In>{groups, in.data<In>(), slots}.run();
 }
 
@@ -164,9 +164,9 @@ struct SumOp {
 };
 
 template <typename In, typename Slot>
-std::vector<Slot> sum_slots(const KernelArgs& args, int64_t count) {
+std::vector<Slot> sum_slots(const KernelArgs& args, std::span<const int64_t> axes, int64_t count) {
   std::vector<Slot> slots(static_cast<size_t>(count), Slot{0});
-  reduce_into<SumOp<In, Slot>, In>(args, slots.data());
+  reduce_into<SumOp<In, Slot>, In>(args, axes, slots.data());
   return slots;
 }
 
@@ -207,12 +207,12 @@ struct ExtremeOp {
 };
 
 template <typename Better>
-void run_extreme(const KernelArgs& args) {
+void run_extreme(const KernelArgs& args, std::span<const int64_t> axes) {
   visit_dtype(AllTypes{}, args.output_types[0].dtype, [&]<typename T>(TypeTag<T>) {
     const device::Buffer& out = make_output(args);
     T* slots = out.mutable_data<T>();
     std::fill_n(slots, out.numel, worst<T, Better>());
-    reduce_into<ExtremeOp<Better, T>, T>(args, slots);
+    reduce_into<ExtremeOp<Better, T>, T>(args, axes, slots);
   });
 }
 
@@ -246,13 +246,14 @@ using ir::OpKind;
 
 template <>
 void run<OpKind::kSum>(const KernelArgs& args) {
+  const ir::ReduceAttrs reduce = ir::decode<OpKind::kSum>(args.attrs);
   visit_dtype(AllTypes{}, args.inputs[0]->dtype, [&]<typename In>(TypeTag<In>) {
     visit_dtype(NumericTypes{}, args.output_types[0].dtype, [&]<typename Out>(TypeTag<Out>) {
       if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>) {
         ORDO_UNREACHABLE(": sum of floats into an integer output");
       } else {
         const device::Buffer& out = make_output(args);
-        std::vector<SumSlot<Out>> slots = sum_slots<In, SumSlot<Out>>(args, out.numel);
+        std::vector<SumSlot<Out>> slots = sum_slots<In, SumSlot<Out>>(args, reduce.axes, out.numel);
         Out* dst = out.mutable_data<Out>();
         for (int64_t i = 0; i < out.numel; ++i) dst[i] = static_cast<Out>(slots[i]);
       }
@@ -262,10 +263,11 @@ void run<OpKind::kSum>(const KernelArgs& args) {
 
 template <>
 void run<OpKind::kMean>(const KernelArgs& args) {
+  const ir::ReduceAttrs reduce = ir::decode<OpKind::kMean>(args.attrs);
   visit_dtype(FloatingTypes{}, args.output_types[0].dtype, [&]<typename T>(TypeTag<T>) {
     const device::Buffer& out = make_output(args);
-    std::vector<double> sums = sum_slots<T, double>(args, out.numel);
-    const int64_t count = reduced_count(args.inputs[0]->shape, args.attrs.ints);
+    std::vector<double> sums = sum_slots<T, double>(args, reduce.axes, out.numel);
+    const int64_t count = reduced_count(args.inputs[0]->shape, reduce.axes);
     T* dst = out.mutable_data<T>();
     for (int64_t i = 0; i < out.numel; ++i) {
       dst[i] = count == 0 ? std::numeric_limits<T>::quiet_NaN()
@@ -276,21 +278,22 @@ void run<OpKind::kMean>(const KernelArgs& args) {
 
 template <>
 void run<OpKind::kMax>(const KernelArgs& args) {
-  run_extreme<std::greater<>>(args);
+  run_extreme<std::greater<>>(args, ir::decode<OpKind::kMax>(args.attrs).axes);
 }
 
 template <>
 void run<OpKind::kMin>(const KernelArgs& args) {
-  run_extreme<std::less<>>(args);
+  run_extreme<std::less<>>(args, ir::decode<OpKind::kMin>(args.attrs).axes);
 }
 
 template <>
 void run<OpKind::kArgmax>(const KernelArgs& args) {
+  const ir::ReduceAttrs reduce = ir::decode<OpKind::kArgmax>(args.attrs);
   visit_dtype(AllTypes{}, args.inputs[0]->dtype, [&]<typename T>(TypeTag<T>) {
     const device::Buffer& out = make_output(args);
     std::vector<ArgmaxSlot<T>> slots(static_cast<size_t>(out.numel),
                                      ArgmaxSlot<T>{worst<T, std::greater<>>(), 0});
-    reduce_into<ArgmaxOp<T>, T>(args, slots.data());
+    reduce_into<ArgmaxOp<T>, T>(args, reduce.axes, slots.data());
     int64_t* dst = out.mutable_data<int64_t>();
     for (int64_t i = 0; i < out.numel; ++i) dst[i] = slots[i].position;
   });

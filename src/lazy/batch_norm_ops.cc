@@ -62,10 +62,8 @@ BatchNormTraining batch_norm_training(const Tensor& x, const Tensor& weight, con
   const Tensor* in[] = {&x, &w, &b};
   lazy::common_device("batch_norm", in);
   const ir::ValueType stat{x.dtype(), {x.shape()[1]}};
-  ir::Attrs attrs;
-  attrs.reals = {eps};
   lazy::Tensors out = lazy::trace(ir::OpKind::kBatchNormTraining, in, {{x.dtype(), x.shape()}, stat, stat},
-                                  std::move(attrs));
+                                  ir::encode<ir::OpKind::kBatchNormTraining>({eps}));
   return {out[0], out[1], out[2]};
 }
 
@@ -104,10 +102,8 @@ BatchNormGradients batch_norm_training_backward(const Tensor& grad_output, const
                                                 const Tensor& grad_mean, const Tensor& grad_var, double eps) {
   const Tensor* in[] = {&grad_output, &x, &weight, &grad_mean, &grad_var};
   const ir::ValueType stat{x.dtype(), {x.shape()[1]}};
-  ir::Attrs attrs;
-  attrs.reals = {eps};
   Tensors out = trace(ir::OpKind::kBatchNormTrainingBackward, in, {{x.dtype(), x.shape()}, stat, stat},
-                      std::move(attrs));
+                      ir::encode<ir::OpKind::kBatchNormTrainingBackward>({eps}));
   return {out[0], out[1], out[2]};
 }
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/source_location.h"
-#include "ir/collective_attrs.h"
+#include "ir/op_attrs.h"
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 #include "ordo/collectives.h"
@@ -81,7 +81,7 @@ lazy::Tensors record(OpKind op, std::span<const Tensor* const> inputs, ir::Value
                      ir::CollectiveAttrs attrs) {
   attrs.token_operand = g_token_edges.load(std::memory_order_relaxed);
   outputs.push_back(ir::ValueType::token());
-  return lazy::trace(op, inputs, std::move(outputs), ir::encode(attrs), attrs.token_operand);
+  return lazy::trace(op, inputs, std::move(outputs), ir::encode(op, attrs), attrs.token_operand);
 }
 
 std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/source_location.h"
+#include "ir/op_attrs.h"
 #include "lazy/trace.h"
 #include "ordo/nn_ops.h"
 
@@ -107,7 +108,7 @@ Tensor convolve(std::string_view what, const Tensor& x, const Tensor& w, const T
   if (unbatched) batched.insert(batched.begin(), 1);
   const Shape out = output_shape(what, batched, w.shape(), conv);
   const Tensor input = unbatched ? reshape(x, batched) : x;
-  Tensor y = lazy::trace1(ir::OpKind::kConv, {&input, &w}, {x.dtype(), out}, ir::encode(conv));
+  Tensor y = lazy::trace1(ir::OpKind::kConv, {&input, &w}, {x.dtype(), out}, ir::encode<ir::OpKind::kConv>(conv));
   if (bias.defined()) {
     Shape per_channel(out.size() - 1, 1);
     per_channel[0] = out[1];
@@ -130,21 +131,22 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 
 namespace lazy {
 
-Tensor conv(const Tensor& x, const Tensor& w, const ir::Attrs& attrs) {
-  const ir::ConvAttrs conv = ir::decode_conv(attrs);
+Tensor conv(const Tensor& x, const Tensor& w, const ir::ConvAttrs& conv) {
   Shape out = {x.shape()[0], w.shape()[0]};
   for (size_t d = 0; d < conv.dims.size(); ++d) {
     out.push_back(conv.dims[d].output_size(x.shape()[d + 2], w.shape()[d + 2]));
   }
-  return trace1(ir::OpKind::kConv, {&x, &w}, {x.dtype(), std::move(out)}, attrs);
+  return trace1(ir::OpKind::kConv, {&x, &w}, {x.dtype(), std::move(out)}, ir::encode<ir::OpKind::kConv>(conv));
 }
 
-Tensor conv_input_grad(const Tensor& g, const Tensor& w, const ir::Attrs& attrs, const Shape& x_shape) {
-  return trace1(ir::OpKind::kConvInputGrad, {&g, &w}, {g.dtype(), x_shape}, attrs);
+Tensor conv_input_grad(const Tensor& g, const Tensor& w, const ir::ConvAttrs& conv, const Shape& x_shape) {
+  return trace1(ir::OpKind::kConvInputGrad, {&g, &w}, {g.dtype(), x_shape},
+                ir::encode<ir::OpKind::kConvInputGrad>(conv));
 }
 
-Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const ir::Attrs& attrs, const Shape& w_shape) {
-  return trace1(ir::OpKind::kConvWeightGrad, {&x, &g}, {x.dtype(), w_shape}, attrs);
+Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const ir::ConvAttrs& conv, const Shape& w_shape) {
+  return trace1(ir::OpKind::kConvWeightGrad, {&x, &g}, {x.dtype(), w_shape},
+                ir::encode<ir::OpKind::kConvWeightGrad>(conv));
 }
 
 }  // namespace lazy

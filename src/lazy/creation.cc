@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/source_location.h"
+#include "ir/op_attrs.h"
 #include "core/counter_random.h"
 #include "core/half_float.h"
 #include "device/buffer.h"
@@ -29,14 +30,7 @@ std::shared_ptr<device::Buffer> allocate_on(std::string_view what, int ordinal, 
   }
 }
 
-ir::Attrs scalar_attrs(std::initializer_list<Scalar> values) {
-  ir::Attrs attrs;
-  for (const Scalar& v : values) {
-    attrs.ints.push_back(v.to_int());
-    attrs.reals.push_back(v.to_double());
-  }
-  return attrs;
-}
+ir::ScalarAttr scalar_attr(const Scalar& value) { return {value.to_int(), value.to_double()}; }
 
 std::string scalar_to_string(Scalar value) {
   return value.is_floating() ? str_cat(value.to_double()) : str_cat(value.to_int());
@@ -126,7 +120,7 @@ Tensor full(const Shape& shape, Scalar value, DType dtype, int device, Caller ca
   const ScopedUserLocation here(caller);
   check_fits("full", value, dtype);
   return lazy::trace_leaf(ir::OpKind::kFull, runtime::resolve_device(device), {dtype, shape},
-                          scalar_attrs({value}));
+                          ir::encode<ir::OpKind::kFull>({scalar_attr(value)}));
 }
 
 Tensor zeros(const Shape& shape, DType dtype, int device, Caller caller) {
@@ -150,7 +144,7 @@ Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, int device, C
   const int64_t length = range_length(start, stop, step);
   if (is_integral(dtype) && length > 0) check_integer_range(start, step, length, dtype);
   return lazy::trace_leaf(ir::OpKind::kArange, runtime::resolve_device(device), {dtype, {length}},
-                          scalar_attrs({start, step}));
+                          ir::encode<ir::OpKind::kArange>({scalar_attr(start), scalar_attr(step)}));
 }
 
 Tensor rand_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,

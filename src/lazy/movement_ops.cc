@@ -1,8 +1,10 @@
 // Builders of movement ops: reshape, permute, slice, concat, broadcast,
 // indexing and one_hot.
 #include <algorithm>
+#include <ranges>
 
 #include "core/source_location.h"
+#include "ir/op_attrs.h"
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 
@@ -57,15 +59,15 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Caller caller)
   common_device("permute", {&x});
   ORDO_ARG_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: ", dims.size(),
                  " dims given for a tensor of rank ", x.dim());
-  ir::AttrInts perm;
+  Shape perm;  // from the small-block allocator, as the attrs it is copied to
+  perm.reserve(dims.size());
   for (int64_t d : dims) perm.push_back(lazy::normalize_axis("permute", d, x.dim()));
-  std::vector<int64_t> sorted(perm.begin(), perm.end());
-  std::sort(sorted.begin(), sorted.end());
-  ORDO_ARG_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "permute: ",
+  // Compared in place (ranks are small): no copy to sort on every trace.
+  ORDO_ARG_CHECK(std::ranges::is_permutation(perm, std::views::iota(int64_t{0}, x.dim())), "permute: ",
                  shape_to_string(dims), " is not a permutation");
   Shape out;
   for (int64_t d : perm) out.push_back(x.shape()[d]);
-  return lazy::trace1(OpKind::kPermute, {&x}, {x.dtype(), std::move(out)}, {std::move(perm), {}, false});
+  return lazy::trace1(OpKind::kPermute, {&x}, {x.dtype(), std::move(out)}, ir::encode<OpKind::kPermute>({perm}));
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Caller caller) {
@@ -89,7 +91,8 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t
   const int64_t last = clamp(stop);
   Shape out = x.shape();
   out[a] = last > first ? (last - first - 1) / step + 1 : 0;  // no overflow for huge steps
-  return lazy::trace1(OpKind::kSlice, {&x}, {x.dtype(), std::move(out)}, {{a, first, step}, {}, false});
+  return lazy::trace1(OpKind::kSlice, {&x}, {x.dtype(), std::move(out)},
+                      ir::encode<OpKind::kSlice>({a, first, step}));
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis, Caller caller) {
@@ -123,7 +126,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis, Caller caller) {
   inputs.clear();
   for (const Tensor& x : cast_inputs) inputs.push_back(&x);
   ir::ValueTypes outputs{{type, std::move(out)}};
-  return lazy::trace(OpKind::kConcat, inputs, std::move(outputs), {{a}, {}, false}).front();
+  return lazy::trace(OpKind::kConcat, inputs, std::move(outputs), ir::encode<OpKind::kConcat>({a})).front();
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape, Caller caller) {
@@ -146,7 +149,8 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index, Caller c
   const int64_t a = lazy::normalize_axis("index_select", axis, x.dim());
   Shape out = x.shape();
   out[a] = index.shape()[0];
-  return lazy::trace1(OpKind::kIndexSelect, {&x, &index}, {x.dtype(), std::move(out)}, {{a}, {}, false});
+  return lazy::trace1(OpKind::kIndexSelect, {&x, &index}, {x.dtype(), std::move(out)},
+                      ir::encode<OpKind::kIndexSelect>({a}));
 }
 
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index, Caller caller) {
@@ -161,7 +165,7 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index, Caller caller)
                    shape_to_string(index.shape()), " exceeds input shape ",
                    shape_to_string(x.shape()), " in dimension ", d);
   }
-  return lazy::trace1(OpKind::kGather, {&x, &index}, {x.dtype(), index.shape()}, {{a}, {}, false});
+  return lazy::trace1(OpKind::kGather, {&x, &index}, {x.dtype(), index.shape()}, ir::encode<OpKind::kGather>({a}));
 }
 
 Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src, Caller caller) {
@@ -180,7 +184,8 @@ Tensor scatter_add(const Tensor& self, int64_t axis, const Tensor& index, const 
                    shape_to_string(index.shape()), " exceeds self's shape ", shape_to_string(self.shape()),
                    " in dimension ", d);
   }
-  return lazy::trace1(OpKind::kScatterAdd, {&self, &index, &src}, {self.dtype(), self.shape()}, {{a}, {}, false});
+  return lazy::trace1(OpKind::kScatterAdd, {&self, &index, &src}, {self.dtype(), self.shape()},
+                      ir::encode<OpKind::kScatterAdd>({a}));
 }
 
 Tensor index_add(const Tensor& self, int64_t axis, const Tensor& index, const Tensor& src, Caller caller) {

@@ -52,31 +52,28 @@ int64_t pooled_size(std::string_view what, const char* axis, int64_t input, int6
 
 struct Pooled {
   Shape shape;
-  ir::Attrs attrs;
+  ir::MaxPoolAttrs pool;  // the window with its stride resolved, the dilation
 };
 
-// The output shape and the attrs' first eight ints (kernel, stride,
-// padding, then dilation).
+// The output shape and the window's geometry.
 Pooled pool_geometry(std::string_view what, const Tensor& x4, const Pool2dWindow& window) {
-  Pooled p{x4.shape(), {}};
+  Pooled p{x4.shape(), {{window.kernel, {}, window.padding}, window.dilation, false}};
   const char* axes[] = {"height", "width"};
-  int64_t stride[2];
   for (int a = 0; a < 2; ++a) {
-    stride[a] = window.stride[a] == 0 ? window.kernel[a] : window.stride[a];
-    p.shape[2 + a] = pooled_size(what, axes[a], x4.shape()[2 + a], window.kernel[a], stride[a], window.padding[a],
-                                 window.dilation[a], window.ceil_mode);
+    p.pool.window.stride[a] = window.stride[a] == 0 ? window.kernel[a] : window.stride[a];
+    p.shape[2 + a] = pooled_size(what, axes[a], x4.shape()[2 + a], window.kernel[a], p.pool.window.stride[a],
+                                 window.padding[a], window.dilation[a], window.ceil_mode);
   }
-  p.attrs.ints = {window.kernel[0], window.kernel[1], stride[0],         stride[1],
-                  window.padding[0], window.padding[1], window.dilation[0], window.dilation[1]};
   return p;
 }
 
-lazy::Tensors trace_max_pool(const Tensor& x4, ir::Attrs attrs, const Shape& output_shape, bool with_indices) {
+lazy::Tensors trace_max_pool(const Tensor& x4, ir::MaxPoolAttrs pool, const Shape& output_shape,
+                             bool with_indices) {
   ir::ValueTypes outputs{{x4.dtype(), output_shape}};
   if (with_indices) outputs.push_back({DType::kInt64, output_shape});
-  attrs.flag = with_indices;
+  pool.with_indices = with_indices;
   const Tensor* in[] = {&x4};
-  return lazy::trace(ir::OpKind::kMaxPool2d, in, std::move(outputs), std::move(attrs));
+  return lazy::trace(ir::OpKind::kMaxPool2d, in, std::move(outputs), ir::encode<ir::OpKind::kMaxPool2d>(pool));
 }
 
 }  // namespace
@@ -85,14 +82,14 @@ Tensor max_pool2d(const Tensor& x, const Pool2dWindow& window, Caller caller) {
   const ScopedUserLocation here(caller);
   const Tensor x4 = as_batch("max_pool2d", x);
   Pooled p = pool_geometry("max_pool2d", x4, window);
-  return like_input(trace_max_pool(x4, std::move(p.attrs), p.shape, false)[0], x);
+  return like_input(trace_max_pool(x4, p.pool, p.shape, false)[0], x);
 }
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dWindow& window, Caller caller) {
   const ScopedUserLocation here(caller);
   const Tensor x4 = as_batch("max_pool2d", x);
   Pooled p = pool_geometry("max_pool2d", x4, window);
-  lazy::Tensors out = trace_max_pool(x4, std::move(p.attrs), p.shape, true);
+  lazy::Tensors out = trace_max_pool(x4, p.pool, p.shape, true);
   return {like_input(out[0], x), like_input(out[1], x)};
 }
 
@@ -103,11 +100,9 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dWindow& window, bool count_includ
   ORDO_ARG_CHECK(window.dilation[0] == 1 && window.dilation[1] == 1, "avg_pool2d: has no dilation");
   ORDO_ARG_CHECK(!divisor_override || *divisor_override > 0, "avg_pool2d: divisor_override must be positive, got ",
                  divisor_override.value_or(0));
-  Pooled p = pool_geometry("avg_pool2d", x4, window);
-  p.attrs.ints.resize(6);
-  p.attrs.ints.push_back(count_include_pad ? 1 : 0);
-  p.attrs.ints.push_back(divisor_override.value_or(0));
-  return like_input(lazy::avg_pool2d_forward(x4, p.attrs, p.shape), x);
+  const Pooled p = pool_geometry("avg_pool2d", x4, window);
+  const ir::AvgPoolAttrs pool{p.pool.window, count_include_pad, divisor_override.value_or(0)};
+  return like_input(lazy::avg_pool2d_forward(x4, pool, p.shape), x);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size, Caller caller) {
@@ -122,21 +117,24 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size, 
 
 namespace lazy {
 
-Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const ir::Attrs& attrs) {
-  ir::Attrs backward{attrs.ints, {}, false};
-  return trace1(ir::OpKind::kMaxPool2dBackward, {&grad, &x}, {x.dtype(), x.shape()}, std::move(backward));
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const ir::MaxPoolAttrs& pool) {
+  ir::MaxPoolAttrs backward = pool;
+  backward.with_indices = false;
+  return trace1(ir::OpKind::kMaxPool2dBackward, {&grad, &x}, {x.dtype(), x.shape()},
+                ir::encode<ir::OpKind::kMaxPool2dBackward>(backward));
 }
 
-Tensor max_pool2d_indices(const Tensor& x, const ir::Attrs& attrs, const Shape& output_shape) {
-  return trace_max_pool(x, attrs, output_shape, true)[1];
+Tensor max_pool2d_indices(const Tensor& x, const ir::MaxPoolAttrs& pool, const Shape& output_shape) {
+  return trace_max_pool(x, pool, output_shape, true)[1];
 }
 
-Tensor avg_pool2d_forward(const Tensor& x, const ir::Attrs& attrs, const Shape& output_shape) {
-  return trace1(ir::OpKind::kAvgPool2d, {&x}, {x.dtype(), output_shape}, attrs);
+Tensor avg_pool2d_forward(const Tensor& x, const ir::AvgPoolAttrs& pool, const Shape& output_shape) {
+  return trace1(ir::OpKind::kAvgPool2d, {&x}, {x.dtype(), output_shape}, ir::encode<ir::OpKind::kAvgPool2d>(pool));
 }
 
-Tensor avg_pool2d_backward(const Tensor& grad, const ir::Attrs& attrs, const Shape& input_shape) {
-  return trace1(ir::OpKind::kAvgPool2dBackward, {&grad}, {grad.dtype(), input_shape}, attrs);
+Tensor avg_pool2d_backward(const Tensor& grad, const ir::AvgPoolAttrs& pool, const Shape& input_shape) {
+  return trace1(ir::OpKind::kAvgPool2dBackward, {&grad}, {grad.dtype(), input_shape},
+                ir::encode<ir::OpKind::kAvgPool2dBackward>(pool));
 }
 
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Shape& input_shape) {

@@ -2,6 +2,7 @@
 // dropout over them. The seed is an operand, a 0-d int64 tensor: device data
 // hashes by type only, so a new seed each step reuses the compiled plan.
 #include "core/source_location.h"
+#include "ir/op_attrs.h"
 #include "lazy/trace.h"
 #include "ordo/nn_ops.h"
 
@@ -25,9 +26,8 @@ Tensor random_uniform(const Shape& shape, const Tensor& seed, double low, double
   ORDO_ARG_CHECK(low <= high, "random_uniform: low ", low, " is above high ", high);
   const Tensor* in[] = {&seed};
   lazy::common_device("random_uniform", in);
-  ir::Attrs attrs;
-  attrs.reals = {low, high};
-  return lazy::trace1(ir::OpKind::kRandomUniform, {&seed}, {dtype, shape}, std::move(attrs));
+  return lazy::trace1(ir::OpKind::kRandomUniform, {&seed}, {dtype, shape},
+                      ir::encode<ir::OpKind::kRandomUniform>({low, high}));
 }
 
 Tensor dropout(const Tensor& x, double p, const Tensor& seed, Caller caller) {

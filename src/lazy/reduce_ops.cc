@@ -1,5 +1,6 @@
 // Builders of reductions.
 #include "core/source_location.h"
+#include "ir/op_attrs.h"
 #include "lazy/shape_inference.h"
 #include "lazy/trace.h"
 
@@ -15,8 +16,7 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
   lazy::common_device(what, in);
   std::vector<int64_t> reduced = lazy::normalize_axes(what, axes, x.dim());
   Shape shape = lazy::reduced_shape(x.shape(), reduced, keepdim);
-  ir::Attrs attrs{{reduced.begin(), reduced.end()}, {}, keepdim};
-  return lazy::trace1(op, {&x}, {out, std::move(shape)}, std::move(attrs));
+  return lazy::trace1(op, {&x}, {out, std::move(shape)}, ir::encode(op, ir::ReduceAttrs{reduced, keepdim}));
 }
 
 // max, min and argmax have no identity: reducing nothing is an error.

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <optional>
 
+#include "ir/op_attrs.h"
 #include "lazy/graph_table.h"
 
 namespace ordo::lazy {
@@ -85,21 +86,18 @@ bool has_half_float(std::span<const Tensor* const> inputs, const ir::ValueTypes&
                      [](const ir::ValueType& type) { return !type.is_token && is_half_float(type.dtype); });
 }
 
-// The casts that trace_in_float32 makes carry attrs.flag: a widening one
-// of a rounding one reads the rounding's float32 operand instead (when the
-// rounded value is still pending), so a chain of ops on 16-bit floats is
-// rounded once, where its value leaves the chain. Casts the user asks for
-// carry no flag and always round.
+// The casts that trace_in_float32 makes are marked (float32_compute): a
+// widening one of a rounding one reads the rounding's float32 operand instead
+// (when the rounded value is still pending), so a chain of ops on 16-bit
+// floats is rounded once, where its value leaves the chain. Casts the user
+// asks for are not marked and always round.
 bool is_rounding_of_float32(const ir::Value& value) {
   const ir::Node& node = *value.node;
-  return node.op() == ir::OpKind::kCast && node.attrs().flag && node.operands()[0].type().dtype == DType::kFloat32;
+  return node.op() == ir::OpKind::kCast && ir::attrs_of<ir::CastAttrs>(node).float32_compute &&
+         node.operands()[0].type().dtype == DType::kFloat32;
 }
 
-ir::Attrs float32_cast_attrs() {
-  ir::Attrs attrs;
-  attrs.flag = true;
-  return attrs;
-}
+ir::Attrs float32_cast_attrs() { return ir::encode<ir::OpKind::kCast>({.float32_compute = true}); }
 
 Tensor widen_to_float32(const Tensor& x) {
   if (!is_half_float(x.dtype())) return x;
@@ -182,8 +180,8 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
     if (impl.data && impl.data->is_dropped()) impl.data->wait();
     operands.push_back(value_of(impl));
   }
-  if (op == ir::OpKind::kCast && attrs.flag && !inputs.front()->impl()->data &&
-      is_rounding_of_float32(operands.front())) {
+  if (op == ir::OpKind::kCast && ir::decode<ir::OpKind::kCast>(attrs).float32_compute &&
+      !inputs.front()->impl()->data && is_rounding_of_float32(operands.front())) {
     // Widening a pending value that a float32 chain rounded: the result is
     // the float32 it rounded (no node), with this cast's gradient record.
     auto impl = make_tensor_impl(DType::kFloat32, outputs.front().shape, device, table.generation());

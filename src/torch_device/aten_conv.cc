@@ -59,10 +59,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const ordo::Tensor& g = value_of(grad_output, "convolution_backward");
   const ordo::Tensor& x = value_of(input, "convolution_backward");
   const ordo::Tensor& w = value_of(weight, "convolution_backward");
-  const ir::Attrs attrs = ir::encode(geometry(input.dim() - 2, stride, padding, dilation, groups));
+  const ir::ConvAttrs conv = geometry(input.dim() - 2, stride, padding, dilation, groups);
   at::Tensor dx, dw, db;
-  if (mask[0]) dx = make_xla(lazy::conv_input_grad(g, w, attrs, x.shape()));
-  if (mask[1]) dw = make_xla(lazy::conv_weight_grad(x, g, attrs, w.shape()));
+  if (mask[0]) dx = make_xla(lazy::conv_input_grad(g, w, conv, x.shape()));
+  if (mask[1]) dw = make_xla(lazy::conv_weight_grad(x, g, conv, w.shape()));
   if (mask[2]) {
     std::vector<int64_t> dims{0};
     for (int64_t d = 2; d < g.dim(); ++d) dims.push_back(d);

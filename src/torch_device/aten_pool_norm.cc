@@ -29,11 +29,6 @@ ordo::Pool2dWindow window_of(at::IntArrayRef kernel, at::IntArrayRef stride, at:
   return window;
 }
 
-// The first six ints of a pooling node's attrs (op_list.def): kernel,
-// stride, padding.
-ir::AttrInts window_ints(const ordo::Pool2dWindow& w) {
-  return {w.kernel[0], w.kernel[1], w.stride[0], w.stride[1], w.padding[0], w.padding[1]};
-}
 
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self, at::IntArrayRef kernel,
                                                            at::IntArrayRef stride, at::IntArrayRef padding,
@@ -55,12 +50,9 @@ at::Tensor max_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, a
         grad, self, kernel, stride, padding, dilation, ceil_mode, indices);
   }
   const ordo::Pool2dWindow window = window_of(kernel, stride, padding, dilation, ceil_mode);
-  ir::Attrs attrs;
-  attrs.ints = window_ints(window);
-  attrs.ints.push_back(window.dilation[0]);
-  attrs.ints.push_back(window.dilation[1]);
+  const ir::MaxPoolAttrs pool{{window.kernel, window.stride, window.padding}, window.dilation, false};
   return make_xla(lazy::max_pool2d_backward(value_of(grad, "max_pool2d_backward"),
-                                            value_of(self, "max_pool2d_backward"), attrs));
+                                            value_of(self, "max_pool2d_backward"), pool));
 }
 
 at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,
@@ -83,12 +75,11 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, a
     return at::native::call_fallback_fn<&fall_back_to_cpu, ATEN_OP(avg_pool2d_backward)>::call(
         grad, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
   }
-  ir::Attrs attrs;
-  attrs.ints = window_ints(window_of(kernel, stride, padding, {}, ceil_mode));
-  attrs.ints.push_back(count_include_pad ? 1 : 0);
-  attrs.ints.push_back(divisor_override.value_or(0));
+  const ordo::Pool2dWindow window = window_of(kernel, stride, padding, {}, ceil_mode);
+  const ir::AvgPoolAttrs pool{{window.kernel, window.stride, window.padding}, count_include_pad,
+                              divisor_override.value_or(0)};
   const ordo::Tensor& x = value_of(self, "avg_pool2d_backward");
-  return make_xla(lazy::avg_pool2d_backward(value_of(grad, "avg_pool2d_backward"), attrs, x.shape()));
+  return make_xla(lazy::avg_pool2d_backward(value_of(grad, "avg_pool2d_backward"), pool, x.shape()));
 }
 
 at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size) {
