@@ -15,12 +15,12 @@
 #include <string>
 
 #include "device/device_data.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 
 namespace ordo::comm {
 
 // The warning and timeout schedule of one slow wait, from the timeouts in
-// force when it starts (ordo/collectives.h). The timeout always wins: a
+// force when it starts (ordo/collective_types.h). The timeout always wins: a
 // warning due no sooner than the failure is not given (the error says
 // more), and next() is never past the timeout.
 class Deadlines {

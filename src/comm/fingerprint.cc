@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "ordo/error.h"
+
 namespace ordo::comm {
 
 // Every list is preceded by its length, so equal words mean equal fields.
