@@ -417,7 +417,7 @@ std::vector<std::vector<int>> worker_cpus() {
   std::vector<std::vector<int>> cpus(static_cast<size_t>(num_devices()));
   for (int d = 0; d < num_devices(); ++d) {
     std::promise<std::vector<int>> cpus_of_worker;
-    runtime::get().device(d).worker().submit(
+    runtime::get().device(LocalDevice(d)).worker().submit(
         [&cpus_of_worker] { cpus_of_worker.set_value(cpus_of_this_thread()); });
     cpus[d] = cpus_of_worker.get_future().get();
   }
