@@ -167,7 +167,7 @@ using ordo::comm::MpiWorld;
 // A local device of the communicator, called from its own thread.
 class CommDevice : public Device {
  public:
-  CommDevice(MpiCommunicator& comm, int ordinal) : comm_(comm), ordinal_(ordinal) {
+  CommDevice(MpiCommunicator& comm, ordo::GlobalOrdinal ordinal) : comm_(comm), ordinal_(ordinal) {
     max_.reduce = ordo::ReduceType::kMax;
     time_in_ = ordo::device::allocate_buffer(ordo::DType::kFloat64, {1});
     time_out_ = ordo::device::allocate_buffer(ordo::DType::kFloat64, {1});
@@ -176,7 +176,7 @@ class CommDevice : public Device {
     in_ = ordo::device::allocate_buffer(ordo::DType::kFloat32, {bytes / 4});
     out_ = ordo::device::allocate_buffer(ordo::DType::kFloat32, {bytes / 4});
     float* data = in_->mutable_data<float>();
-    for (int64_t i = 0; i < in_->numel; ++i) data[i] = static_cast<float>(i % 97 + ordinal_);
+    for (int64_t i = 0; i < in_->numel; ++i) data[i] = static_cast<float>(i % 97 + ordinal_.value());
     std::memset(out_->storage.get(), 0, out_->nbytes());
   }
   void all_reduces(int count) override {
@@ -194,7 +194,7 @@ class CommDevice : public Device {
 
  private:
   MpiCommunicator& comm_;
-  const int ordinal_;
+  const ordo::GlobalOrdinal ordinal_;
   ordo::ir::CollectiveAttrs sum_, max_;
   std::shared_ptr<ordo::device::Buffer> in_, out_, time_in_, time_out_;
 };
@@ -233,7 +233,8 @@ class GraphDevice : public Device {
 // through the host's shared-memory rings and takes the other's, 100 times a
 // run, the median of kReps runs. No checks, no fold: the floor under the
 // communicator's 1 KiB figure ("ring_exchange_1k"), beside MPI's own.
-void time_ring_exchange(const MpiWorld& world, HostRings& rings, CommDevice& device, int ordinal, bool print) {
+void time_ring_exchange(const MpiWorld& world, HostRings& rings, CommDevice& device, ordo::GlobalOrdinal ordinal,
+                        bool print) {
   constexpr int kTag = 1 << 20;  // a tag no group uses
   const int peer = 1 - world.rank();
   auto in = ordo::device::allocate_buffer(ordo::DType::kFloat32, {kLatencyBytes / 4});
@@ -243,10 +244,10 @@ void time_ring_exchange(const MpiWorld& world, HostRings& rings, CommDevice& dev
   ordo::ir::CollectiveAttrs sum;
   ordo::comm::Fingerprint fingerprint;
   fingerprint.assign({ordo::ir::OpKind::kAllReduce, sum, ordinal, ins, outs});
-  const ordo::comm::MemberEntry member{ordinal, fingerprint.words(), {}};
+  const ordo::comm::MemberEntry member{ordinal.value(), fingerprint.words(), {}};
   const std::string message = ordo::comm::encode_message(
       {ordo::comm::MessageKind::kHeader, 0, world.rank(), std::span(&member, 1), ordo::ErrorCode::kExecution, {},
-       ordinal, 0},
+       ordinal.value(), 0},
       kLatencyBytes);
   std::string received;
   auto exchanges = [&] {
@@ -273,7 +274,7 @@ int run_comm(const std::vector<int64_t>& sizes) {
     threads.emplace_back([&, i] {
       // Where the runtime's worker of this device runs (and calls the
       // communicator from).
-      const int ordinal = world.topology().global_ordinal(i);
+      const ordo::GlobalOrdinal ordinal = world.topology().global_ordinal(ordo::LocalDevice(i));
       ordo::device::pin_current_thread(ordo::device::worker_cpu(world.topology().host_ordinal(ordinal)));
       CommDevice device(*comm, ordinal);
       std::optional<MpiReference> reference;

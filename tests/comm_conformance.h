@@ -163,7 +163,7 @@ inline Outcome run_collective(Session& session, ir::OpKind op, const std::vector
       for (const auto& b : parts[d].outputs) outputs.push_back(b.get());
       if (before) before(d);
       try {
-        session.comm->run({op, attrs[d], d, inputs, outputs, &outcome.timings[d]});
+        session.comm->run({op, attrs[d], GlobalOrdinal(d), inputs, outputs, &outcome.timings[d]});
       } catch (const Error& e) {
         outcome.errors[d] = e.what();
         outcome.codes[d] = e.code();

@@ -479,7 +479,7 @@ TEST_P(Conformance, TheLastToArriveIsNamedAndItsPeersWaitedForIt) {
         EXPECT_EQ(outcome.errors[d], "") << "device " << d;
         if (!outcome.errors[d].empty()) continue;
         const comm::CollectiveTiming& timing = outcome.timings[d];
-        EXPECT_EQ(timing.last_device, late) << "device " << d << ", " << count << " floats";
+        EXPECT_EQ(timing.last_device, GlobalOrdinal(late)) << "device " << d << ", " << count << " floats";
         const auto waited = std::chrono::nanoseconds(timing.all_arrived_ns - timing.arrived_ns);
         if (d == late) {
           EXPECT_LT(waited, kLateBy / 2) << count << " floats";
@@ -536,7 +536,7 @@ TEST_P(ConformanceFailures, AnAbandonedCollectiveFailsItsPeersAndKeepsThemAligne
   const int quitter = world_ - 1;
   std::thread abandoner([&] {
     if (!drives(quitter)) return;
-    comm().abandon(ir::OpKind::kAllReduce, ir::CollectiveAttrs{}, quitter, "its graph failed before it");
+    comm().abandon(ir::OpKind::kAllReduce, ir::CollectiveAttrs{}, GlobalOrdinal(quitter), "its graph failed before it");
   });
   const Outcome outcome = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
                                          parts, [quitter](int d) { return d == quitter; });
@@ -559,7 +559,7 @@ TEST_P(ConformanceFailures, AFailedDeviceFailsCollectivesWaitingNowAndLater) {
   std::thread failer([&] {
     if (!drives(failed)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
-    comm().mark_device_failed(failed, "its thread died");
+    comm().mark_device_failed(GlobalOrdinal(failed), "its thread died");
   });
   const Outcome waiting = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
                                          parts, [failed](int d) { return d == failed; });
@@ -578,7 +578,10 @@ TEST_P(ConformanceFailures, AFailedDeviceFailsCollectivesWaitingNowAndLater) {
 
 TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   const int absent = world_ - 1;
-  if (drives(absent)) comm().mark_device_absent(absent, "its spawn function returned", comm().absence_epoch(absent));
+  if (drives(absent)) {
+    comm().mark_device_absent(GlobalOrdinal(absent), "its spawn function returned",
+                              comm().absence_epoch(GlobalOrdinal(absent)));
+  }
   std::vector<DevicePart> parts = small_parts();
   const Outcome outcome = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
                                          parts, [absent](int d) { return d == absent; });
@@ -594,9 +597,9 @@ TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   // clear is void, so every device meets.
   remake();
   if (drives(absent)) {
-    const uint64_t before_clear = comm().absence_epoch(absent);
-    comm().clear_device_absent(absent);
-    comm().mark_device_absent(absent, "a stale mark", before_clear);
+    const uint64_t before_clear = comm().absence_epoch(GlobalOrdinal(absent));
+    comm().clear_device_absent(GlobalOrdinal(absent));
+    comm().mark_device_absent(GlobalOrdinal(absent), "a stale mark", before_clear);
   }
   expect_aligned("a stale absence mark");
 }

@@ -114,7 +114,7 @@ TEST(CommReductionTest, TheKernelsExtremeKeepsTheFirstNanOfTwo) {
 struct Call {
   Call(ir::OpKind op, ir::CollectiveAttrs a, Shape shape, int device = 0)
       : attrs(std::move(a)), input(device::allocate_buffer(DType::kFloat32, std::move(shape))),
-        inputs{input.get()}, call{op, attrs, device, inputs, {}} {}
+        inputs{input.get()}, call{op, attrs, GlobalOrdinal(device), inputs, {}} {}
   ir::CollectiveAttrs attrs;
   std::shared_ptr<device::Buffer> input;
   std::vector<const device::Buffer*> inputs;
@@ -165,7 +165,7 @@ TEST(CommFingerprintTest, TheMismatchMessageNamesBothDevicesAndOps) {
   ir::CollectiveAttrs max = sum;
   max.reduce = ReduceType::kMax;
   const Call mine(ir::OpKind::kAllReduce, sum, {4}, 0), theirs(ir::OpKind::kAllReduce, max, {4}, 2);
-  EXPECT_EQ(mismatch_message(3, {0, 2}, 0, mine.call, 2, theirs.call),
+  EXPECT_EQ(mismatch_message(3, {0, 2}, GlobalOrdinal(0), mine.call, GlobalOrdinal(2), theirs.call),
             "collective mismatch at #3 on group [0, 2]: device 0 runs all_reduce(sum, scale 1) of float32[4] but "
             "device 2 runs all_reduce(max, scale 1) of float32[4]");
   EXPECT_EQ(describe_at(mine.call, 3, {0, 2}), "all_reduce(sum, scale 1) of float32[4] #3 on group [0, 2]");
@@ -244,12 +244,13 @@ TEST(CommDeadlinesTest, AHugeTimeoutMeansNeverAndSaysItsValue) {
 }
 
 TEST(CommDeadlinesTest, TheWarningIsPrintedInOnePlaceAndTheTimeoutIsAnError) {
-  const std::string warning = slow_wait_warning(1, 0.05, "all_reduce #3 on group [0, 1]", "0 (is elsewhere)");
+  const std::string warning =
+      slow_wait_warning(GlobalOrdinal(1), 0.05, "all_reduce #3 on group [0, 1]", "0 (is elsewhere)");
   EXPECT_EQ(warning, "device 1 has waited 0.05 s in all_reduce #3 on group [0, 1]; missing devices: 0 (is elsewhere)");
   ::testing::internal::CaptureStderr();
   report_warning(warning);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "ordo: " + warning + "\n");
-  const device::Failure timeout = timeout_failure(1, 300, "all_reduce #3 on group [0, 1]", "0");
+  const device::Failure timeout = timeout_failure(GlobalOrdinal(1), 300, "all_reduce #3 on group [0, 1]", "0");
   EXPECT_EQ(timeout.code, ErrorCode::kCollectiveTimeout);
   EXPECT_EQ(timeout.message, "device 1 waited 300 s in all_reduce #3 on group [0, 1]; missing devices: 0");
 }
@@ -257,41 +258,42 @@ TEST(CommDeadlinesTest, TheWarningIsPrintedInOnePlaceAndTheTimeoutIsAnError) {
 TEST(CommFailureNewsTest, AbsenceCountsOnlyIfNoClearCameSinceItWasAsked) {
   DeviceStatus status;
   EXPECT_FALSE(status.any_gone());
-  const uint64_t epoch = status.absence_epoch(1);
-  status.clear_absent(1);  // a clear between asking and marking
-  status.mark_absent(1, "its spawn function returned", epoch);
+  const uint64_t epoch = status.absence_epoch(GlobalOrdinal(1));
+  status.clear_absent(GlobalOrdinal(1));  // a clear between asking and marking
+  status.mark_absent(GlobalOrdinal(1), "its spawn function returned", epoch);
   EXPECT_FALSE(status.any_gone());
-  status.mark_absent(1, "its spawn function returned", status.absence_epoch(1));
-  EXPECT_EQ(status.gone_reason(1), "its spawn function returned");
-  status.mark_gone(1, Gone::kFailed, "its thread died");
-  EXPECT_EQ(status.gone_reason(1), "its thread died");  // gone for good first
-  status.clear_absent(1);
-  EXPECT_EQ(status.gone_reason(1), "its thread died");
+  status.mark_absent(GlobalOrdinal(1), "its spawn function returned", status.absence_epoch(GlobalOrdinal(1)));
+  EXPECT_EQ(status.gone_reason(GlobalOrdinal(1)), "its spawn function returned");
+  status.mark_gone(GlobalOrdinal(1), Gone::kFailed, "its thread died");
+  EXPECT_EQ(status.gone_reason(GlobalOrdinal(1)), "its thread died");  // gone for good first
+  status.clear_absent(GlobalOrdinal(1));
+  EXPECT_EQ(status.gone_reason(GlobalOrdinal(1)), "its thread died");
   EXPECT_TRUE(status.any_gone());
-  EXPECT_EQ(status.gone_reason(0), std::nullopt);
+  EXPECT_EQ(status.gone_reason(GlobalOrdinal(0)), std::nullopt);
 }
 
 TEST(CommFailureNewsTest, AnInterruptEndsOnlyWithItsOwnId) {
   DeviceStatus status;
-  const uint64_t first = status.interrupt(2, "Ctrl-C");
-  const uint64_t second = status.interrupt(2, "Ctrl-C again");
-  status.end_interrupt(2, first);
-  EXPECT_EQ(status.interrupt_reason(2), "Ctrl-C again");
-  status.end_interrupt(2, second);
+  const uint64_t first = status.interrupt(GlobalOrdinal(2), "Ctrl-C");
+  const uint64_t second = status.interrupt(GlobalOrdinal(2), "Ctrl-C again");
+  status.end_interrupt(GlobalOrdinal(2), first);
+  EXPECT_EQ(status.interrupt_reason(GlobalOrdinal(2)), "Ctrl-C again");
+  status.end_interrupt(GlobalOrdinal(2), second);
   EXPECT_FALSE(status.any_interrupted());
-  EXPECT_EQ(status.interrupt_reason(2), std::nullopt);
+  EXPECT_EQ(status.interrupt_reason(GlobalOrdinal(2)), std::nullopt);
 }
 
 TEST(CommFailureNewsTest, MessagesSayWhoAndWhy) {
-  const device::Failure gone = gone_failure("all_reduce #3 on group [0, 1]", 1, "its thread died", "before any collective");
+  const device::Failure gone = gone_failure("all_reduce #3 on group [0, 1]", GlobalOrdinal(1), "its thread died",
+                                               "before any collective");
   EXPECT_EQ(gone.code, ErrorCode::kCollective);
   EXPECT_EQ(gone.message,
             "all_reduce #3 on group [0, 1] cannot complete: device 1 is gone (its thread died), before any collective");
-  EXPECT_EQ(abandoned_failure(2, ir::OpKind::kAllGather, 4, {0, 2}, "its graph failed").message,
+  EXPECT_EQ(abandoned_failure(GlobalOrdinal(2), ir::OpKind::kAllGather, 4, {0, 2}, "its graph failed").message,
             "device 2 will not join all_gather #4 on group [0, 2]: its graph failed");
-  EXPECT_EQ(interrupted_failure("all_reduce #0 on group [0, 1]", 0, std::string("Ctrl-C"), "1").message,
+  EXPECT_EQ(interrupted_failure("all_reduce #0 on group [0, 1]", GlobalOrdinal(0), std::string("Ctrl-C"), "1").message,
             "all_reduce #0 on group [0, 1] was interrupted on device 0: Ctrl-C; devices that had not arrived: 1");
-  EXPECT_EQ(interrupted_failure("x", 0, std::nullopt, "1").message,
+  EXPECT_EQ(interrupted_failure("x", GlobalOrdinal(0), std::nullopt, "1").message,
             "x was interrupted on device 0: the thread that waited in it was interrupted; devices that had not "
             "arrived: 1");
 }

@@ -30,7 +30,7 @@ std::vector<std::string> run_rounds(LocalExchange& exchange, int rounds, const T
       for (int r = 0; r < rounds; ++r) {
         const std::string tag = tag_of(r);
         const std::string payload = std::to_string(d) + ":" + std::to_string(r);
-        std::vector<std::string> all = exchange.exchange({d, tag, {}, payload});
+        std::vector<std::string> all = exchange.exchange({GlobalOrdinal(d), tag, {}, payload});
         if (d == 0 && r == rounds - 1) last = std::move(all);
       }
     });
@@ -72,7 +72,7 @@ TEST(ExchangeRoundsTest, ADeviceShortOfMemoryFailsTheRoundForEveryParticipantAtO
   auto take_part = [&](int d, const std::string& payload) {
     const auto start = std::chrono::steady_clock::now();
     try {
-      exchange.exchange({d, "short", {}, payload});
+      exchange.exchange({GlobalOrdinal(d), "short", {}, payload});
     } catch (const OutOfMemoryError& e) {
       errors[d] = std::string("OutOfMemoryError: ") + e.what();
     } catch (const CollectiveError& e) {

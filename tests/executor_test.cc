@@ -183,7 +183,7 @@ TEST_F(ExecutorTest, RandomScheduleGivesBitwiseTheSameResults) {
 
 TEST_F(ExecutorTest, RandomSchedulesHonourEveryEdgeAndDiffer) {
   Tensor y = branchy_graph(rand_uniform({4, 4}, 1));
-  auto& graph = lazy::graphs().graph(0);
+  auto& graph = lazy::graphs().graph(LocalDevice(0));
   std::lock_guard<std::mutex> lock(graph.mu);
   ir::Value root = y.impl()->value;
   const ir::PostOrder walk = ir::post_order({&root, 1});
@@ -208,7 +208,7 @@ TEST_F(ExecutorTest, RandomSchedulesHonourEveryEdgeAndDiffer) {
 TEST_F(ExecutorTest, IntermediatesAreReleasedAfterTheirLastUse) {
   Tensor x = from_vector<float>({1, 2}, {2});
   Tensor y = exp(exp(exp(x) + 1.0));
-  auto& graph = lazy::graphs().graph(0);
+  auto& graph = lazy::graphs().graph(LocalDevice(0));
   std::lock_guard<std::mutex> lock(graph.mu);
   ir::Value root = y.impl()->value;
   const ir::PostOrder walk = ir::post_order({&root, 1});

@@ -78,7 +78,7 @@ TEST(LogTest, WithoutASinkLinesGoToStderr) {
 
 TEST(LogTest, ASlowWaitsWarningGoesThroughTheLog) {
   CapturedLog log(LogLevel::kWarning);
-  comm::report_warning(comm::slow_wait_warning(1, 30, "all_reduce #3", "2"));
+  comm::report_warning(comm::slow_wait_warning(GlobalOrdinal(1), 30, "all_reduce #3", "2"));
   EXPECT_EQ(log.lines(), (std::vector<std::string>{"ordo: device 1 has waited 30 s in all_reduce #3; missing devices: 2"}));
   set_log_level(LogLevel::kError);
   comm::report_warning("dropped");

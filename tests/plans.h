@@ -19,7 +19,7 @@ namespace ordo::testing {
 // computes tensors (not run).
 inline std::shared_ptr<const executor::ExecutionPlan> plan_of(const std::vector<Tensor>& tensors,
                                                                ScheduleOptions options = {}) {
-  auto& graph = lazy::graphs().graph(0);
+  auto& graph = lazy::graphs().graph(LocalDevice(0));
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<ir::Value> roots;
   for (const Tensor& t : tensors) roots.push_back(t.impl()->value);

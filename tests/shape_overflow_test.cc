@@ -202,7 +202,7 @@ TEST_F(ShapeOverflowTest, TracingRefusesAnyOutputShapeThatOverflows) {
     return lazy::trace1(ir::OpKind::kNeg, {&x}, {kFloat32, {k2To62 + 1, 4}});
   });
   rejected.invalid("full: shape [4294967296, 4294967296] has", [] {
-    return lazy::trace_leaf(ir::OpKind::kFull, 0, {kFloat32, {k2To32, k2To32}}, {{0}, {0.0}, false});
+    return lazy::trace_leaf(ir::OpKind::kFull, LocalDevice(0), {kFloat32, {k2To32, k2To32}}, {{0}, {0.0}, false});
   });
 }
 

@@ -408,15 +408,17 @@ TEST_F(SpawnTest, SpawnedThreadsAreBoundToTheirDevicesCpus) {
 TEST_F(SpawnTest, ADriverTakesTurnsWithItsWorkerWhenTheyShareItsCpu) {
   const int cpus = static_cast<int>(cpus_of_this_thread().size());
   std::vector<int> takes_turns(4, -1);
-  spawn([&](int ordinal) { takes_turns[ordinal] = runtime::get().device(ordinal).worker().takes_turns_with_caller(); });
+  spawn([&](int ordinal) {
+    takes_turns[ordinal] = runtime::get().device(LocalDevice(ordinal)).worker().takes_turns_with_caller();
+  });
   for (int ordinal = 0; ordinal < 4; ++ordinal) {
     const bool shared = cpus == 1 || device::driver_cpu(ordinal, 4, cpus) % cpus == device::worker_cpu(ordinal) % cpus;
     EXPECT_EQ(takes_turns[ordinal], shared ? 1 : 0) << ordinal;
   }
   std::thread([&] {
-    EXPECT_EQ(runtime::get().device(0).worker().takes_turns_with_caller(), cpus == 1) << "an unbound thread";
+    EXPECT_EQ(runtime::get().device(LocalDevice(0)).worker().takes_turns_with_caller(), cpus == 1) << "an unbound thread";
     bind_thread_to_device(0);
-    EXPECT_EQ(runtime::get().device(1).worker().takes_turns_with_caller(), cpus == 1) << "another device's worker";
+    EXPECT_EQ(runtime::get().device(LocalDevice(1)).worker().takes_turns_with_caller(), cpus == 1) << "another device's worker";
   }).join();
 }
 
@@ -458,7 +460,7 @@ std::vector<std::vector<int>> worker_cpus() {
   std::vector<std::vector<int>> cpus(static_cast<size_t>(num_devices()));
   for (int d = 0; d < num_devices(); ++d) {
     std::promise<std::vector<int>> cpus_of_worker;
-    runtime::get().device(d).worker().submit(
+    runtime::get().device(LocalDevice(d)).worker().submit(
         [&cpus_of_worker] { cpus_of_worker.set_value(cpus_of_this_thread()); });
     cpus[d] = cpus_of_worker.get_future().get();
   }

@@ -1,4 +1,7 @@
 // The topology: global ordinals, indices in a process, host ordinals.
+#include <type_traits>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "comm/topology.h"
@@ -7,6 +10,21 @@
 namespace ordo::comm {
 namespace {
 
+// A device's two numbers are two types: neither passes for the other, nor
+// for an int, without saying so (core/device_numbers.h).
+static_assert(!std::is_convertible_v<LocalDevice, GlobalOrdinal>);
+static_assert(!std::is_convertible_v<GlobalOrdinal, LocalDevice>);
+static_assert(!std::is_convertible_v<int, LocalDevice> && !std::is_convertible_v<int, GlobalOrdinal>);
+static_assert(!std::is_convertible_v<LocalDevice, int> && !std::is_convertible_v<GlobalOrdinal, int>);
+static_assert(sizeof(LocalDevice) == sizeof(int) && sizeof(GlobalOrdinal) == sizeof(int));
+
+TEST(TopologyTest, EveryLocalDeviceInOrder) {
+  std::vector<int> seen;
+  for (const LocalDevice d : LocalDevices(3)) seen.push_back(d.index());
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(str_cat("device ", GlobalOrdinal(5), " and ", LocalDevice(1)), "device 5 and 1");
+}
+
 TEST(TopologyTest, OneProcessIsTheWholeWorld) {
   const Topology t = Topology::single_process(4);
   EXPECT_EQ(t.world_size(), 4);
@@ -14,11 +32,11 @@ TEST(TopologyTest, OneProcessIsTheWholeWorld) {
   EXPECT_EQ(t.local_devices(), 4);
   EXPECT_EQ(t.host_devices(), 4);
   for (int d = 0; d < 4; ++d) {
-    EXPECT_EQ(t.global_ordinal(d), d);
-    EXPECT_EQ(t.index_of(d), d);
-    EXPECT_EQ(t.host_ordinal(d), d);
+    EXPECT_EQ(t.global_ordinal(LocalDevice(d)), GlobalOrdinal(d));
+    EXPECT_EQ(t.local_device(GlobalOrdinal(d)), LocalDevice(d));
+    EXPECT_EQ(t.host_ordinal(GlobalOrdinal(d)), d);
   }
-  EXPECT_FALSE(t.is_local(4));
+  EXPECT_FALSE(t.is_local(GlobalOrdinal(4)));
   EXPECT_EQ(t.describe(), "4 devices in one process");
 }
 
@@ -31,25 +49,25 @@ TEST(TopologyTest, ProcessesOnHostsNameDevicesThreeWays) {
   EXPECT_EQ(t.host_count(), 2);
   EXPECT_EQ(t.host(), 1);
   EXPECT_EQ(t.host_devices(), 4);
-  EXPECT_EQ(t.global_ordinal(0), 6);
-  EXPECT_EQ(t.global_ordinal(1), 7);
-  EXPECT_EQ(t.index_of(7), 1);
-  EXPECT_EQ(t.index_of(5), std::nullopt);
-  const DevicePlace& five = t.place(5);
+  EXPECT_EQ(t.global_ordinal(LocalDevice(0)), GlobalOrdinal(6));
+  EXPECT_EQ(t.global_ordinal(LocalDevice(1)), GlobalOrdinal(7));
+  EXPECT_EQ(t.local_device(GlobalOrdinal(7)), LocalDevice(1));
+  EXPECT_EQ(t.local_device(GlobalOrdinal(5)), std::nullopt);
+  const DevicePlace& five = t.place(GlobalOrdinal(5));
   EXPECT_EQ(five.process, 2);
-  EXPECT_EQ(five.index, 1);
+  EXPECT_EQ(five.local, LocalDevice(1));
   EXPECT_EQ(five.host, 1);
   // torch_xla's local ordinal counts the devices of a host.
   const int host_ordinals[] = {0, 1, 2, 3, 0, 1, 2, 3};
-  for (int d = 0; d < 8; ++d) EXPECT_EQ(t.host_ordinal(d), host_ordinals[d]) << "device " << d;
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(t.host_ordinal(GlobalOrdinal(d)), host_ordinals[d]) << "device " << d;
   EXPECT_EQ(t.describe(), "8 devices: 4 processes x 2 devices on 2 hosts");
 }
 
 TEST(TopologyTest, HostsNeedNotHoldNeighbouringProcesses) {
   const Topology t(1, 0, {0, 1, 0});
-  EXPECT_EQ(t.host_ordinal(0), 0);
-  EXPECT_EQ(t.host_ordinal(1), 0);
-  EXPECT_EQ(t.host_ordinal(2), 1);
+  EXPECT_EQ(t.host_ordinal(GlobalOrdinal(0)), 0);
+  EXPECT_EQ(t.host_ordinal(GlobalOrdinal(1)), 0);
+  EXPECT_EQ(t.host_ordinal(GlobalOrdinal(2)), 1);
   EXPECT_EQ(t.host_devices(), 2);
 }
 

@@ -17,7 +17,9 @@
 // makes the others raise CollectiveError.
 //
 // `where` is the caller's line, recorded on the node when IR debug is on
-// (ordo/ir_debug.h); leave it to its default.
+// (ordo/ir_debug.h); leave it to its default. The collectives' types
+// (ReduceType, ReplicaGroups, CollectiveTimeouts) are in
+// ordo/collective_types.h.
 #pragma once
 
 #include <functional>
@@ -27,19 +29,10 @@
 #include <utility>
 #include <vector>
 
+#include "ordo/collective_types.h"
 #include "ordo/tensor.h"
 
 namespace ordo {
-
-enum class ReduceType { kSum, kMul, kAnd, kOr, kMin, kMax };
-// "sum", "mul", "and", "or", "min", "max".
-ReduceType parse_reduce_type(std::string_view name);
-std::string_view reduce_type_name(ReduceType type);
-
-// Replica groups: lists of global ordinals that partition the devices. Empty
-// means one group of every device. A device's rank is its position in its
-// group; the order of the groups does not matter.
-using ReplicaGroups = std::vector<std::vector<int>>;
 
 // One tensor: a new tensor holding the scaled reduction over the group.
 Tensor all_reduce(ReduceType reduce, const Tensor& input, double scale = 1.0,
@@ -122,15 +115,7 @@ bool token_edges_enabled();
 
 // ---- Failure handling. ----
 
-struct CollectiveTimeouts {
-  double warn_seconds = 30.0;      // log which devices are missing
-  double timeout_seconds = 300.0;  // fail with CollectiveTimeoutError
-};
-// Defaults come from ORDO_COLLECTIVE_WARN_SECONDS and
-// ORDO_COLLECTIVE_TIMEOUT_SECONDS when set (checked when the runtime
-// starts); once set here, these win.
-void set_collective_timeouts(CollectiveTimeouts timeouts);
-CollectiveTimeouts collective_timeouts();
+// The collective timeouts: ordo/collective_types.h.
 
 // Declares a device gone (its driving thread died): every collective that
 // waits for it, now or later, fails with CollectiveError naming it.

@@ -6,7 +6,7 @@ namespace ordo {
 
 struct CcToken::Impl {
   ir::Value value;
-  int device;
+  LocalDevice device;
   // Where the token was read: a token of an earlier runtime, or of an
   // earlier cut of this one, belongs to a graph that ran or was dropped.
   uint64_t generation;
@@ -15,12 +15,12 @@ struct CcToken::Impl {
 
 int CcToken::device() const {
   ORDO_ARG_CHECK(impl_ != nullptr, "the cc token is undefined (a fresh slot)");
-  return impl_->device;
+  return impl_->device.index();
 }
 
-CcToken get_cc_token(int device) {
+CcToken get_cc_token(int local_device) {
   lazy::GraphTable& graphs = lazy::graphs();
-  graphs.runtime().check_device(device);
+  const LocalDevice device = graphs.runtime().checked_device(local_device);
   lazy::DeviceGraph& graph = graphs.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   if (!graph.cc_token.node) return CcToken();
@@ -28,10 +28,10 @@ CcToken get_cc_token(int device) {
       CcToken::Impl{graph.cc_token, device, graphs.generation(), graph.cuts}));
 }
 
-void set_cc_token(int device, const CcToken& token) {
+void set_cc_token(int local_device, const CcToken& token) {
   lazy::GraphTable& graphs = lazy::graphs();
-  graphs.runtime().check_device(device);
-  ORDO_ARG_CHECK(!token.defined() || token.device() == device, "set_cc_token: a token of device ",
+  const LocalDevice device = graphs.runtime().checked_device(local_device);
+  ORDO_ARG_CHECK(!token.defined() || token.impl()->device == device, "set_cc_token: a token of device ",
                  token.defined() ? token.device() : -1, " cannot be the token of device ", device);
   lazy::DeviceGraph& graph = graphs.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);

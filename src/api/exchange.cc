@@ -12,11 +12,12 @@ std::vector<std::string> rendezvous(std::string_view tag, std::string_view paylo
                                     const std::vector<int>& replicas,
                                     const std::function<void(const std::string& line)>& on_warning) {
   runtime::Runtime& rt = runtime::get();
-  const int device = current_device();
-  rt.check_device(device);
-  std::vector<int> participants = replicas;
+  const LocalDevice device = rt.checked_device(current_device());
+  std::vector<GlobalOrdinal> participants;  // the replicas are global ordinals
+  participants.reserve(replicas.size());
+  for (const int replica : replicas) participants.emplace_back(replica);
   std::sort(participants.begin(), participants.end());
-  return rt.communicator().exchange({rt.global_ordinal(device), tag, participants, payload, on_warning});
+  return rt.communicator().exchange({rt.ordinal_of(device), tag, participants, payload, on_warning});
 }
 
 }  // namespace ordo

@@ -6,34 +6,32 @@
 
 namespace ordo {
 
-void mark_device_failed(int device, const std::string& reason) {
+void mark_device_failed(int local_device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  rt.communicator().mark_device_failed(rt.global_ordinal(device), reason);
+  rt.communicator().mark_device_failed(rt.ordinal_of(rt.checked_device(local_device)), reason);
 }
 
-void mark_device_absent(int device, const std::string& reason) {
+void mark_device_absent(int local_device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
+  const LocalDevice device = rt.checked_device(local_device);
   // A clear_device_absent before the mark takes effect cancels it.
-  const int ordinal = rt.global_ordinal(device);
+  const GlobalOrdinal ordinal = rt.ordinal_of(device);
   const uint64_t epoch = rt.communicator().absence_epoch(ordinal);
   rt.tell_after_queue(device, [ordinal, reason, epoch](comm::Communicator& communicator) {
     communicator.mark_device_absent(ordinal, reason, epoch);
   });
 }
 
-void clear_device_absent(int device) {
+void clear_device_absent(int local_device) {
   runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  rt.communicator().clear_device_absent(rt.global_ordinal(device));
+  rt.communicator().clear_device_absent(rt.ordinal_of(rt.checked_device(local_device)));
 }
 
-void interrupt_device(int device, const std::string& reason) {
+void interrupt_device(int local_device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
+  const LocalDevice device = rt.checked_device(local_device);
   // Ends after the device's queue as of now: later graphs wait as usual.
-  const int ordinal = rt.global_ordinal(device);
+  const GlobalOrdinal ordinal = rt.ordinal_of(device);
   const uint64_t id = rt.communicator().interrupt(ordinal, reason);
   rt.tell_after_queue(device, [ordinal, id](comm::Communicator& communicator) {
     communicator.end_interrupt(ordinal, id);

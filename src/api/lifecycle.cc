@@ -20,7 +20,7 @@ void refuse_in_a_spawned_thread(const char* call) {
   if (spawned < 0) return;
   const bool known = runtime::is_running() && spawned < runtime::get().num_devices();
   ORDO_ARG_CHECK(false, call, ": called by the spawn function of ordinal ",
-                 known ? runtime::get().global_ordinal(spawned) : spawned,
+                 known ? runtime::get().ordinal_of(LocalDevice(spawned)).value() : spawned,
                  "; only the caller of spawn may do this, after spawn returned");
 }
 
@@ -37,22 +37,23 @@ int num_devices() { return runtime::get().num_devices(); }
 
 int world_size() { return runtime::get().topology().world_size(); }
 
-int get_ordinal(int device) { return runtime::get().global_ordinal(runtime::resolve_device(device)); }
-
-int get_local_ordinal(int device) {
-  runtime::Runtime& rt = runtime::get();
-  return rt.topology().host_ordinal(rt.global_ordinal(runtime::resolve_device(device)));
+int get_ordinal(int local_device) {
+  return runtime::get().ordinal_of(runtime::resolve_device(local_device)).value();
 }
 
-int current_device() { return runtime::thread_device(); }
+int get_local_ordinal(int local_device) {
+  runtime::Runtime& rt = runtime::get();
+  return rt.topology().host_ordinal(rt.ordinal_of(runtime::resolve_device(local_device)));
+}
 
-void set_current_device(int device) {
-  runtime::get().check_device(device);
-  runtime::set_thread_device(device);
+int current_device() { return runtime::thread_device().index(); }
+
+void set_current_device(int local_device) {
+  runtime::set_thread_device(runtime::get().checked_device(local_device));
 }
 
 DeviceGuard::DeviceGuard(int device) : previous_(current_device()) { set_current_device(device); }
 
-DeviceGuard::~DeviceGuard() { runtime::set_thread_device(previous_); }
+DeviceGuard::~DeviceGuard() { runtime::set_thread_device(LocalDevice(previous_)); }
 
 }  // namespace ordo

@@ -23,9 +23,10 @@ std::optional<Id> find(std::string_view name) {
   return std::nullopt;
 }
 
-int checked_device(int device) {
-  if (device >= 0) runtime::get().check_device(device);
-  return device;
+// A device argument: an index in this process, or -1 for every device.
+int checked_device(int local_device) {
+  if (local_device >= 0) runtime::get().checked_device(local_device);
+  return local_device;
 }
 
 // torch_xla's time text: "01m02s003ms004.005us", the larger units only when not zero.
@@ -152,10 +153,11 @@ std::string metrics_report(int device) {
   }
   for (const auto& [name, value] : metrics::named_counters(device)) append_counter(out, name, value);
   // Who the peers waited for, device by device (global ordinals).
-  for (int index = 0; device < 0 && index < rt.topology().local_devices(); ++index) {
-    if (const int64_t value = metrics::counter_total(metrics::Counter::kCollectiveLastArrival, index).value) {
+  for (const LocalDevice local : LocalDevices(device < 0 ? rt.num_devices() : 0)) {
+    const int64_t value = metrics::counter_total(metrics::Counter::kCollectiveLastArrival, local.index()).value;
+    if (value != 0) {
       append_counter(out, str_cat(metrics::name(metrics::Counter::kCollectiveLastArrival), ".device",
-                                  rt.global_ordinal(index)),
+                                  rt.ordinal_of(local)),
                      value);
     }
   }
@@ -169,13 +171,14 @@ std::string metrics_report_of_every_process() {
   runtime::Runtime& rt = runtime::get();
   const comm::Topology& topology = rt.topology();
   // One participant per process: its first device, whichever thread calls.
-  std::vector<int> participants;
+  std::vector<GlobalOrdinal> participants;
   for (int process = 0; process < topology.process_count(); ++process) {
-    participants.push_back(process * topology.local_devices());
+    participants.emplace_back(process * topology.local_devices());
   }
-  const int first = rt.global_ordinal(0);
-  const std::string mine = str_cat("Process ", topology.process(), " (devices ", first, "..",
-                                   first + topology.local_devices() - 1, ", pid ", ::getpid(), "):\n",
+  const GlobalOrdinal first = rt.ordinal_of(LocalDevice(0));
+  const GlobalOrdinal last = rt.ordinal_of(LocalDevice(rt.num_devices() - 1));
+  const std::string mine = str_cat("Process ", topology.process(), " (devices ", first, "..", last, ", pid ",
+                                   ::getpid(), "):\n",
                                    metrics_report());
   std::string out;
   for (const std::string& report : rt.communicator().exchange({first, "ordo metrics report", participants, mine})) {

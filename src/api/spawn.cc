@@ -9,22 +9,23 @@
 
 namespace ordo {
 
-void bind_thread_to_device(int device) {
+void bind_thread_to_device(int local_device) {
   runtime::Runtime& rt = runtime::get();
   const comm::Topology& topology = rt.topology();
   // The host's processes share its CPUs: placed by the device's position
   // among the host's devices.
-  const int host_ordinal = topology.host_ordinal(rt.global_ordinal(runtime::resolve_device(device)));
+  const int host_ordinal = topology.host_ordinal(rt.ordinal_of(runtime::resolve_device(local_device)));
   device::pin_current_thread(
       device::driver_cpu(host_ordinal, topology.host_devices(), device::usable_cpu_count()));
 }
 
 void spawn(const std::function<void(int)>& fn, int count) {
-  // fn outlives the threads: finish() joins them all. It is given the
-  // device's global ordinal (its index in this process plus the ordinals
-  // of the processes before).
-  const int first_ordinal = get_ordinal(0);
-  api::SpawnedDevices devices([&fn, first_ordinal](int index) { fn(first_ordinal + index); },
+  // fn and the topology outlive the threads: finish() joins them all. fn
+  // is given the device's global ordinal, by the topology as the spawn
+  // found it (a copy: another thread may shut the runtime down meanwhile).
+  const comm::Topology topology = runtime::get().topology();
+  const auto run = [&fn, &topology](int index) { fn(topology.global_ordinal(LocalDevice(index)).value()); };
+  api::SpawnedDevices devices(run,
                               count < 0 ? num_devices() : count);
   const std::vector<api::SpawnedOutcome> outcomes = devices.finish();
   const int first = api::first_failure(outcomes);

@@ -34,14 +34,14 @@ class DeviceNews {
  public:
   DeviceNews() : generation_(runtime::get().generation()) {}
 
-  void failed(int ordinal, const std::string& reason) const noexcept {
-    tell([&] { mark_device_failed(ordinal, reason); });
+  void failed(int index, const std::string& reason) const noexcept {
+    tell([&] { mark_device_failed(index, reason); });
   }
-  void returned(int ordinal) const noexcept {
-    tell([&] { mark_device_absent(ordinal, "its spawn function returned"); });
+  void returned(int index) const noexcept {
+    tell([&] { mark_device_absent(index, "its spawn function returned"); });
   }
-  void interrupted(int ordinal, const std::string& reason) const noexcept {
-    tell([&] { interrupt_device(ordinal, reason); });
+  void interrupted(int index, const std::string& reason) const noexcept {
+    tell([&] { interrupt_device(index, reason); });
   }
   // A spawn of `count` devices starts afresh if it may (see the header);
   // returns why the communicator cannot, if it cannot.
@@ -50,15 +50,16 @@ class DeviceNews {
     tell([&] {
       runtime::Runtime& rt = runtime::get();
       if (earlier_threads_running > 0 || !rt.communicator().out_of_step()) return;
-      for (int index = count; index < rt.num_devices(); ++index) {
-        if (!rt.device(index).worker().idle() || has_collectives_pending(index)) return;
+      for (const LocalDevice device : rt.local_devices()) {
+        if (device.index() < count) continue;
+        if (!rt.device(device).worker().idle() || has_collectives_pending(device)) return;
       }
       why_not = rt.communicator().start_afresh([&rt, count] {
-        for (int index = 0; index < count; ++index) {
-          drop_collectives_left_behind(index, "as a spawn started afresh: its peers went past its collectives");
+        for (const LocalDevice device : LocalDevices(count)) {
+          drop_collectives_left_behind(device, "as a spawn started afresh: its peers went past its collectives");
         }
         for (int index = 0; index < count; ++index) wait_device_ops(index);
-        for (int index = 0; index < rt.num_devices(); ++index) rt.device(index).take_failure();
+        for (const LocalDevice device : rt.local_devices()) rt.device(device).take_failure();
       });
     });
     return why_not;
@@ -68,8 +69,8 @@ class DeviceNews {
   void spawn_over(int count) const noexcept {
     bool every_device = false;
     tell([&] { every_device = count == num_devices(); });
-    for (int ordinal = 0; every_device && ordinal < count; ++ordinal) tell([&] { wait_device_ops(ordinal); });
-    for (int ordinal = 0; ordinal < count; ++ordinal) tell([&] { clear_device_absent(ordinal); });
+    for (int index = 0; every_device && index < count; ++index) tell([&] { wait_device_ops(index); });
+    for (int index = 0; index < count; ++index) tell([&] { clear_device_absent(index); });
   }
 
  private:
@@ -92,18 +93,18 @@ struct SpawnedDevices::State {
 
   // Records what fn threw (first, so that no peer hears of it before),
   // then tells the peers.
-  void fail(int ordinal, const std::exception_ptr& error, const std::string& reason) {
+  void fail(int index, const std::exception_ptr& error, const std::string& reason) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      outcomes[ordinal].error = error;
-      outcomes[ordinal].failed_at = SpawnClock::now();
+      outcomes[index].error = error;
+      outcomes[index].failed_at = SpawnClock::now();
     }
-    news.failed(ordinal, reason);
+    news.failed(index, reason);
   }
-  void end(int ordinal) {
+  void end(int index) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      outcomes[ordinal].ended = true;
+      outcomes[index].ended = true;
     }
     ended.notify_all();
   }
@@ -133,27 +134,27 @@ struct Uncounted {
   ~Uncounted() { g_threads_running.fetch_sub(1, std::memory_order_acq_rel); }
 };
 
-// The body of device `ordinal`'s thread. UndefinedBehaviorSanitizer is off
+// The body of device `index`'s thread. UndefinedBehaviorSanitizer is off
 // here: it takes the catch of abi::__forced_unwind by reference (the only
 // way to let pthread_exit unwind through) for a null reference.
-__attribute__((no_sanitize("undefined"))) void run_device(SpawnedDevices::State& state, int ordinal) {
-  t_spawned_device = ordinal;
+__attribute__((no_sanitize("undefined"))) void run_device(SpawnedDevices::State& state, int index) {
+  t_spawned_device = index;
   try {
-    bind_thread_to_device(ordinal);
-    DeviceGuard on(ordinal);
-    state.fn(ordinal);
-    if (state.options.absence) state.news.returned(ordinal);
+    bind_thread_to_device(index);
+    DeviceGuard on(index);
+    state.fn(index);
+    if (state.options.absence) state.news.returned(index);
   } catch (abi::__forced_unwind&) {  // pthread_exit or cancellation: let it unwind
-    const std::string reason = str_cat("the spawn thread of device ", ordinal,
+    const std::string reason = str_cat("the spawn thread of device ", index,
                                        " ended before its function returned (pthread_exit or cancellation)");
-    state.fail(ordinal, std::make_exception_ptr(ExecutionError(reason)), reason);
-    state.end(ordinal);
+    state.fail(index, std::make_exception_ptr(ExecutionError(reason)), reason);
+    state.end(index);
     throw;
   } catch (...) {
     const std::exception_ptr error = std::current_exception();
-    state.fail(ordinal, error, state.options.failure_reason_prefix + describe_exception(error));
+    state.fail(index, error, state.options.failure_reason_prefix + describe_exception(error));
   }
-  state.end(ordinal);
+  state.end(index);
 }
 
 }  // namespace
@@ -170,12 +171,12 @@ SpawnedDevices::SpawnedDevices(Function fn, int64_t requested, SpawnOptions opti
                                   "; shutdown() and init() in every process start again"));
   }
   threads_.reserve(static_cast<size_t>(count));
-  for (int ordinal = 0; ordinal < count; ++ordinal) {
+  for (int index = 0; index < count; ++index) {
     g_threads_running.fetch_add(1, std::memory_order_acq_rel);
     try {
-      threads_.emplace_back([state = state_, ordinal] {
+      threads_.emplace_back([state = state_, index] {
         const Uncounted uncounted;
-        run_device(*state, ordinal);
+        run_device(*state, index);
       });
     } catch (...) {
       g_threads_running.fetch_sub(1, std::memory_order_acq_rel);
@@ -183,9 +184,9 @@ SpawnedDevices::SpawnedDevices(Function fn, int64_t requested, SpawnOptions opti
       // of waiting for them.
       const std::string reason =
           "spawn could not start its thread: " + describe_exception(std::current_exception());
-      for (int unstarted = ordinal; unstarted < count; ++unstarted) state_->news.failed(unstarted, reason);
+      for (int unstarted = index; unstarted < count; ++unstarted) state_->news.failed(unstarted, reason);
       for (std::thread& thread : threads_) thread.join();
-      if (state_->options.absence) state_->news.spawn_over(ordinal);
+      if (state_->options.absence) state_->news.spawn_over(index);
       throw;
     }
   }
@@ -214,8 +215,8 @@ bool SpawnedDevices::wait() {
 }
 
 void SpawnedDevices::interrupt(const std::string& reason) {
-  for (int ordinal = 0; ordinal < count(); ++ordinal) state_->news.failed(ordinal, reason);
-  for (int ordinal = 0; ordinal < count(); ++ordinal) state_->news.interrupted(ordinal, reason);
+  for (int index = 0; index < count(); ++index) state_->news.failed(index, reason);
+  for (int index = 0; index < count(); ++index) state_->news.interrupted(index, reason);
 }
 
 std::vector<int> SpawnedDevices::wait_until(SpawnClock::time_point deadline) {
@@ -228,8 +229,8 @@ std::vector<int> SpawnedDevices::wait_until(SpawnClock::time_point deadline) {
     if (stop) break;
   }
   std::vector<int> running;
-  for (int ordinal = 0; ordinal < count(); ++ordinal) {
-    if (!state_->outcomes[ordinal].ended) running.push_back(ordinal);
+  for (int index = 0; index < count(); ++index) {
+    if (!state_->outcomes[index].ended) running.push_back(index);
   }
   return running;
 }
@@ -249,12 +250,12 @@ std::vector<SpawnedOutcome> SpawnedDevices::finish() {
 
 void SpawnedDevices::abandon() {
   const std::vector<SpawnedOutcome> now = outcomes();
-  for (int ordinal = 0; ordinal < count(); ++ordinal) {
-    if (!threads_[ordinal].joinable()) continue;
-    if (now[ordinal].ended) {
-      threads_[ordinal].join();  // a moment: it only lets go of the state
+  for (int index = 0; index < count(); ++index) {
+    if (!threads_[index].joinable()) continue;
+    if (now[index].ended) {
+      threads_[index].join();  // a moment: it only lets go of the state
     } else {
-      threads_[ordinal].detach();
+      threads_[index].detach();
     }
   }
 }
@@ -263,9 +264,9 @@ int spawned_device_of_this_thread() { return t_spawned_device; }
 
 int first_failure(const std::vector<SpawnedOutcome>& outcomes) {
   int first = -1;
-  for (int ordinal = 0; ordinal < static_cast<int>(outcomes.size()); ++ordinal) {
-    if (outcomes[ordinal].error && (first < 0 || outcomes[ordinal].failed_at < outcomes[first].failed_at)) {
-      first = ordinal;
+  for (int index = 0; index < static_cast<int>(outcomes.size()); ++index) {
+    if (outcomes[index].error && (first < 0 || outcomes[index].failed_at < outcomes[first].failed_at)) {
+      first = index;
     }
   }
   return first;

@@ -1,15 +1,15 @@
-// Threads that drive devices 0..count-1, one each: what ordo::spawn, Python's
+// Threads that drive devices 0..count-1 (indices in this process), one each: what ordo::spawn, Python's
 // ordo.spawn and the tests' run_on_devices have in common.
 //
-//   api::SpawnedDevices devices([](int ordinal) { ... }, 4);
+//   api::SpawnedDevices devices([](int index) { ... }, 4);
 //   if (!devices.wait()) {                   // this thread's interrupt check said so
 //     devices.interrupt("the caller was interrupted");
-//     devices.wait_until(Clock::now() + 500ms);  // the ordinals still running
+//     devices.wait_until(Clock::now() + 500ms);  // the indices still running
 //   }
 //   std::vector<api::SpawnedOutcome> outcomes = devices.finish();
 //
 // Each thread is bound to its device (bind_thread_to_device), has it current
-// and runs fn(ordinal); fn may not shut the runtime down (ordo::shutdown
+// and runs fn(index); fn may not shut the runtime down (ordo::shutdown
 // refuses in these threads). What the communicator hears of the devices
 // (never once the runtime the spawn started on is gone: the caller may
 // replace it while threads left behind by an interrupt still run, and
@@ -51,6 +51,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_numbers.h"
+
 namespace ordo::api {
 
 using SpawnClock = std::chrono::steady_clock;
@@ -78,7 +80,7 @@ struct SpawnOptions {
 
 class SpawnedDevices {
  public:
-  using Function = std::function<void(int ordinal)>;
+  using Function = std::function<void(int index)>;
 
   // Starts the threads. A count outside [1, num_devices()] is an
   // InvalidArgument and starts nothing. If a thread cannot be started, the
@@ -103,12 +105,12 @@ class SpawnedDevices {
   // they wait in, now or later, fail at once for them and their peers.
   void interrupt(const std::string& reason);
   // Until every thread ended, deadline passed, or this thread's interrupt
-  // check said "interrupt"; returns the ordinals still running.
+  // check said "interrupt"; returns the indices still running.
   std::vector<int> wait_until(SpawnClock::time_point deadline);
-  // The outcomes so far, by ordinal.
+  // The outcomes so far, by index.
   std::vector<SpawnedOutcome> outcomes() const;
   // Waits for every thread (uninterruptibly), lets the devices be driven
-  // again (see above) and returns the outcomes by ordinal. Once only.
+  // again (see above) and returns the outcomes by index. Once only.
   std::vector<SpawnedOutcome> finish();
   // Detaches the threads still running (after an interrupt, to return
   // without them): they keep the spawn's own state alive, but whatever fn
@@ -127,14 +129,14 @@ class SpawnedDevices {
 // down under its peers.
 int spawned_device_of_this_thread();
 
-// The ordinal whose call failed first in time, or -1 if none failed.
+// The index whose call failed first in time, or -1 if none failed.
 int first_failure(const std::vector<SpawnedOutcome>& outcomes);
 
 // What a spawn that starts afresh does with a device's pending graph
 // (steps.cc): drops it as drop_pending_graph does, saying `why`, if it
 // holds a collective, whose peers have gone past it; else keeps it.
-void drop_collectives_left_behind(int device, const std::string& why);
+void drop_collectives_left_behind(LocalDevice device, const std::string& why);
 // Whether the device's pending graph holds a collective (steps.cc).
-bool has_collectives_pending(int device);
+bool has_collectives_pending(LocalDevice device);
 
 }  // namespace ordo::api

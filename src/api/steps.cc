@@ -21,11 +21,11 @@ namespace ordo {
 
 namespace {
 
-void cut(int index, device::Worker::RunBy run_by) {
-  metrics::add(metrics::Counter::kMarkStep, index);
-  if (executor::debug_enabled()) executor::note_mark_step(index);
-  trace_events::ScopedCut traced(index, trace_events::on() ? runtime::get().global_ordinal(index) : -1);
-  executor::sync_device(index, true, run_by);
+void cut(LocalDevice device, device::Worker::RunBy run_by) {
+  metrics::add(metrics::Counter::kMarkStep, device.index());
+  if (executor::debug_enabled()) executor::note_mark_step(device);
+  trace_events::ScopedCut traced(device.index(), trace_events::on() ? runtime::get().ordinal_of(device).value() : -1);
+  executor::sync_device(device, true, run_by);
 }
 
 // The bound set in code, or -1: then ORDO_MAX_STEPS_AHEAD's (core/config.h).
@@ -43,9 +43,9 @@ int max_steps_ahead() {
   return set >= 0 ? set : config().max_steps_ahead;
 }
 
-void mark_step(int device) {
-  const int index = runtime::resolve_device(device);
-  device::Worker& worker = runtime::get().device(index).worker();
+void mark_step(int local_device) {
+  const LocalDevice device = runtime::resolve_device(local_device);
+  device::Worker& worker = runtime::get().device(device).worker();
   const size_t most = static_cast<size_t>(max_steps_ahead());
   // A thread that takes turns with its worker on one CPU runs its steps
   // itself, the oldest whenever it is `most` ahead, as it would otherwise
@@ -55,25 +55,24 @@ void mark_step(int device) {
   // keeps nothing for a caller that comes back late (device/worker.h).
   const bool takes_turns = worker.takes_turns_with_caller();
   using device::Worker;
-  cut(index, takes_turns || most == 0 ? Worker::RunBy::kCaller : Worker::RunBy::kWorkerThread);
+  cut(device, takes_turns || most == 0 ? Worker::RunBy::kCaller : Worker::RunBy::kWorkerThread);
   worker.drain_to(most, "mark_step", takes_turns ? Worker::Leftover::kKeptByCaller : Worker::Leftover::kToWorkerThread);
 }
 
-void mark_step_and_wait(int device) {
-  const int index = runtime::resolve_device(device);
-  cut(index, device::Worker::RunBy::kCaller);
-  wait_device_ops(index);
+void mark_step_and_wait(int local_device) {
+  const LocalDevice device = runtime::resolve_device(local_device);
+  cut(device, device::Worker::RunBy::kCaller);
+  runtime::get().device(device).worker().drain();
 }
 
-void wait_device_ops(int device) {
+void wait_device_ops(int local_device) {
   runtime::Runtime& rt = runtime::get();
-  rt.check_device(device);
-  rt.device(device).worker().drain();
+  rt.device(rt.checked_device(local_device)).worker().drain();
 }
 
 void wait_device_ops() {
   runtime::Runtime& rt = runtime::get();
-  for (int d = 0; d < rt.num_devices(); ++d) rt.device(d).worker().drain();
+  for (const LocalDevice device : rt.local_devices()) rt.device(device).worker().drain();
 }
 
 namespace {
@@ -100,10 +99,11 @@ std::vector<Abandoned> collectives_of(const std::vector<ir::Value>& roots) {
 // drop_pending_graph, saying `why` (the tensors' values) and `abandoned`
 // (the collectives' peers); with only_with_collectives, a graph without a
 // collective is kept.
-void drop_graph(int ordinal, const std::string& why, const std::string& abandoned, bool only_with_collectives) {
+void drop_graph(LocalDevice device, const std::string& why, const std::string& abandoned,
+                bool only_with_collectives) {
   lazy::GraphTable& graphs = lazy::graphs();
-  device::Device& dev = graphs.runtime().device(ordinal);
-  lazy::DeviceGraph& graph = graphs.graph(ordinal);
+  device::Device& dev = graphs.runtime().device(device);
+  lazy::DeviceGraph& graph = graphs.graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   const std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
   const std::vector<ir::Value> roots = graph.roots_of(tensors);
@@ -132,30 +132,29 @@ void drop_graph(int ordinal, const std::string& why, const std::string& abandone
 
 }  // namespace
 
-void drop_pending_graph(int device) {
-  const int ordinal = runtime::resolve_device(device);
-  drop_graph(ordinal, str_cat("with drop_pending_graph(", ordinal, ")"),
+void drop_pending_graph(int local_device) {
+  const LocalDevice device = runtime::resolve_device(local_device);
+  drop_graph(device, str_cat("with drop_pending_graph(", device, ")"),
              "its pending graph was dropped (drop_pending_graph)", false);
 }
 
 namespace api {
 
-bool has_collectives_pending(int device) {
-  lazy::DeviceGraph& graph = lazy::graphs().graph(runtime::resolve_device(device));
+bool has_collectives_pending(LocalDevice device) {
+  lazy::DeviceGraph& graph = lazy::graphs().graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   const std::vector<ir::Value> roots = graph.roots_of(graph.pending_tensors());
   return !roots.empty() && !collectives_of(roots).empty();
 }
 
-void drop_collectives_left_behind(int device, const std::string& why) {
-  drop_graph(runtime::resolve_device(device), why, "its pending graph was dropped " + why, true);
+void drop_collectives_left_behind(LocalDevice device, const std::string& why) {
+  drop_graph(device, why, "its pending graph was dropped " + why, true);
 }
 
 }  // namespace api
 
-std::string dump_pending_graph(int device) {
-  const int ordinal = runtime::resolve_device(device);
-  lazy::DeviceGraph& graph = lazy::graphs().graph(ordinal);
+std::string dump_pending_graph(int local_device) {
+  lazy::DeviceGraph& graph = lazy::graphs().graph(runtime::resolve_device(local_device));
   std::lock_guard<std::mutex> lock(graph.mu);
   return ir::dump(ir::post_order(graph.roots_of(graph.pending_tensors())));
 }
@@ -164,7 +163,7 @@ std::string dump_graph(const std::vector<Tensor>& tensors) {
   std::vector<const Tensor*> inputs;
   for (const Tensor& t : tensors) inputs.push_back(&t);
   ORDO_ARG_CHECK(!inputs.empty(), "dump_graph: no tensors given");
-  const int device = lazy::common_device("dump_graph", inputs);
+  const LocalDevice device = lazy::common_device("dump_graph", inputs);
   lazy::DeviceGraph& graph = lazy::graphs().graph(device);
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<ir::Value> roots;
@@ -176,10 +175,9 @@ CompileCacheStats compile_cache_stats() { return executor::compile_cache().stats
 
 void reset_compile_cache(int64_t capacity) { executor::compile_cache().reset(capacity); }
 
-void set_schedule(int device, ScheduleOptions options) {
+void set_schedule(int local_device, ScheduleOptions options) {
   lazy::GraphTable& graphs = lazy::graphs();
-  graphs.runtime().check_device(device);
-  lazy::DeviceGraph& graph = graphs.graph(device);
+  lazy::DeviceGraph& graph = graphs.graph(graphs.runtime().checked_device(local_device));
   std::lock_guard<std::mutex> lock(graph.mu);
   graph.schedule = options;
 }

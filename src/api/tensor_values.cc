@@ -37,7 +37,9 @@ std::shared_ptr<const device::Buffer> wait_for_value(const lazy::TensorImpl& ten
   // An interruptible waiter (core/interrupt.h) wakes now and then to look
   // at its check; the worker thread runs what it left.
   while (has_interrupt_check() && !data->is_done()) {
-    if (poll_interrupt()) throw_interrupted(str_cat("reading a value of device ", graphs.runtime().global_ordinal(tensor.device)));
+    if (poll_interrupt()) {
+      throw_interrupted(str_cat("reading a value of device ", graphs.runtime().ordinal_of(tensor.device)));
+    }
     data->wait_until(interrupt_poll_deadline(std::chrono::steady_clock::time_point::max()));
   }
   return data->wait();
@@ -52,11 +54,12 @@ void Tensor::copy_to_host(void* dst, size_t nbytes) const {
   ORDO_ARG_CHECK(nbytes == expected, "copy_to_host: the tensor has ", expected, " bytes, the destination ",
                  nbytes);
   const std::shared_ptr<const device::Buffer> buffer = wait_for_value(*impl_);
+  const LocalDevice local = impl_->device;
   if (executor::debug_enabled()) {
-    executor::note_transfer_from_device(device(), lazy::graphs().runtime().global_ordinal(device()));
+    executor::note_transfer_from_device(local, lazy::graphs().runtime().ordinal_of(local));
   }
   // Once the value is there: the wait for the graph is ExecuteTime's.
-  metrics::ScopedTimer timer(metrics::Metric::kTransferFromDeviceTime, device());
+  metrics::ScopedTimer timer(metrics::Metric::kTransferFromDeviceTime, local.index());
   if (nbytes != 0) std::memcpy(dst, buffer->storage.get(), nbytes);
 }
 

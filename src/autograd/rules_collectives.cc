@@ -28,7 +28,10 @@ std::vector<Tensor> every_grad(const BackwardCall& call) {
   return grads;
 }
 
-int global_ordinal(const BackwardCall& call) { return runtime::get().global_ordinal(call.input(0).device()); }
+// As data, like the replica groups it is looked up in.
+int global_ordinal(const BackwardCall& call) {
+  return runtime::get().ordinal_of(LocalDevice(call.input(0).device())).value();
+}
 
 int64_t group_size(const BackwardCall& call, const ir::CollectiveAttrs& attrs) {
   return static_cast<int64_t>(

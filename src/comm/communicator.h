@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/device_numbers.h"
 #include "core/steady_clock.h"
 #include "device/buffer.h"
 #include "ir/collective_attrs.h"
@@ -28,14 +29,14 @@ namespace ordo::comm {
 struct CollectiveTiming {
   int64_t arrived_ns = 0;      // this device reached the collective
   int64_t all_arrived_ns = 0;  // the last member of its group did (from another host's clock: may lie past the end)
-  int last_device = -1;        // that member's global ordinal (this device, if it came last)
+  GlobalOrdinal last_device{-1};  // that member (this device, if it came last); -1 until filled
 };
 
 // One participant's part in a collective.
 struct CollectiveCall {
   ir::OpKind op;
   const ir::CollectiveAttrs& attrs;
-  int device;                                       // global ordinal
+  GlobalOrdinal device;
   std::span<const device::Buffer* const> inputs;    // the data inputs (no token)
   std::span<const device::Buffer* const> outputs;   // allocated; the collective writes them
   CollectiveTiming* timing = nullptr;               // filled when not null
@@ -46,9 +47,9 @@ struct CollectiveCall {
 // takes the device's collective slot and runs beside the device's graphs.
 // Every field is read during the call only.
 struct ExchangeCall {
-  int device;                         // global ordinal, among the participants
+  GlobalOrdinal device;               // among the participants
   std::string_view tag;               // the same for every participant of a round
-  std::span<const int> participants;  // sorted global ordinals; empty: every device
+  std::span<const GlobalOrdinal> participants;  // sorted; empty: every device
   std::string_view payload;           // any bytes, of any length (empty too)
   // Takes the warning of a slow wait ("ordo: device 0 has waited 30 s in
   // rendezvous 'x'; missing devices: [3]"), called with no lock of the
@@ -65,27 +66,29 @@ class Communicator {
   virtual void run(const CollectiveCall& call) = 0;
   // device will not run this collective (its graph failed before it): its
   // peers fail with reason instead of waiting.
-  virtual void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
+  virtual void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                        const std::string& reason) = 0;
   // device is gone: every collective waiting for it, now or later, fails.
-  virtual void mark_device_failed(int device, const std::string& reason) = 0;
+  virtual void mark_device_failed(GlobalOrdinal device, const std::string& reason) = 0;
   // device's runtime shuts down: as mark_device_failed for this process.
   // A backend of several processes keeps it from the others: they shut
   // down too, and news arriving after their next runtime started would
   // fail its devices.
-  virtual void mark_device_shut_down(int device, const std::string& reason) { mark_device_failed(device, reason); }
+  virtual void mark_device_shut_down(GlobalOrdinal device, const std::string& reason) {
+    mark_device_failed(device, reason);
+  }
   // device is driven by nobody for now: as mark_device_failed, until
   // clear_device_absent(device). The mark counts only if no clear came
   // since absence_epoch(device) gave epoch.
-  virtual uint64_t absence_epoch(int device) = 0;
-  virtual void mark_device_absent(int device, const std::string& reason, uint64_t epoch) = 0;
-  virtual void clear_device_absent(int device) = 0;
+  virtual uint64_t absence_epoch(GlobalOrdinal device) = 0;
+  virtual void mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) = 0;
+  virtual void clear_device_absent(GlobalOrdinal device) = 0;
   // Interrupts device's waits: every collective of device that waits, now
   // or later, for its peers or for its slot fails with reason, on device
   // and on the peers of that collective, until end_interrupt(device, id)
   // with the id this returned.
-  virtual uint64_t interrupt(int device, const std::string& reason) = 0;
-  virtual void end_interrupt(int device, uint64_t id) = 0;
+  virtual uint64_t interrupt(GlobalOrdinal device, const std::string& reason) = 0;
+  virtual void end_interrupt(GlobalOrdinal device, uint64_t id) = 0;
   // Whether earlier failures left what start_afresh forgets: a device
   // failed, absent or interrupted, a collective that failed or was
   // abandoned (its members may be at different numbers since), an

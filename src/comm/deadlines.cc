@@ -37,12 +37,12 @@ void report_warning(const std::string& message) {
   logging::log(LogLevel::kWarning, message);
 }
 
-std::string slow_wait_warning(int device, double waited_seconds, const std::string& where,
+std::string slow_wait_warning(GlobalOrdinal device, double waited_seconds, const std::string& where,
                               const std::string& missing) {
   return str_cat("device ", device, " has waited ", waited_seconds, " s in ", where, "; missing devices: ", missing);
 }
 
-device::Failure timeout_failure(int device, double timeout_seconds, const std::string& where,
+device::Failure timeout_failure(GlobalOrdinal device, double timeout_seconds, const std::string& where,
                                 const std::string& missing) {
   return {ErrorCode::kCollectiveTimeout,
           str_cat("device ", device, " waited ", timeout_seconds, " s in ", where, "; missing devices: ", missing)};

@@ -14,13 +14,14 @@
 #include <chrono>
 #include <string>
 
+#include "core/device_numbers.h"
 #include "device/device_data.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 
 namespace ordo::comm {
 
 // The warning and timeout schedule of one slow wait, from the timeouts in
-// force when it starts (ordo/collectives.h). The timeout always wins: a
+// force when it starts (ordo/collective_types.h). The timeout always wins: a
 // warning due no sooner than the failure is not given (the error says
 // more), and next() is never past the timeout.
 class Deadlines {
@@ -58,12 +59,12 @@ std::string warning_line(const std::string& message);
 
 // "device 1 has waited 30 s in <where>; missing devices: <missing>", where
 // is what it waits in ("all_reduce(...) #3 on group [0, 1]").
-std::string slow_wait_warning(int device, double waited_seconds, const std::string& where,
+std::string slow_wait_warning(GlobalOrdinal device, double waited_seconds, const std::string& where,
                               const std::string& missing);
 
 // A CollectiveTimeoutError: "device 1 waited 300 s in <where>; missing
 // devices: <missing>".
-device::Failure timeout_failure(int device, double timeout_seconds, const std::string& where,
+device::Failure timeout_failure(GlobalOrdinal device, double timeout_seconds, const std::string& where,
                                 const std::string& missing);
 
 }  // namespace ordo::comm

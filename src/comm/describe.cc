@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "comm/describe.h"
+#include "ordo/error.h"
 
 namespace ordo::comm {
 

@@ -19,9 +19,9 @@
 // reported: a new way is one more entry.
 //
 //   DeviceStatus status;
-//   status.mark_gone(2, Gone::kFailed, "its thread died");
-//   if (status.any_gone()) if (auto why = status.gone_reason(2)) ...;
-//   const uint64_t id = status.interrupt(1, "Ctrl-C"); ... status.end_interrupt(1, id);
+//   status.mark_gone(GlobalOrdinal(2), Gone::kFailed, "its thread died");
+//   if (status.any_gone()) if (auto why = status.gone_reason(GlobalOrdinal(2))) ...;
+//   const uint64_t id = status.interrupt(GlobalOrdinal(1), "Ctrl-C"); ... status.end_interrupt(GlobalOrdinal(1), id);
 //
 // Locking: mu_ guards the records. gone_count_ and interrupted_count_
 // mirror how many devices are gone or interrupted, changed under mu_ after
@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_numbers.h"
 #include "device/device_data.h"
 #include "ir/ops.h"
 
@@ -63,13 +64,13 @@ class DeviceStatus {
   // An absence is marked for the device's absence epoch it was asked in
   // (it takes effect later, on the device's worker) and is dropped if the
   // absence was cleared in between; use mark_absent.
-  void mark_gone(int device, Gone kind, const std::string& reason);
-  uint64_t absence_epoch(int device) const;
-  void mark_absent(int device, const std::string& reason, uint64_t epoch);
-  void clear_absent(int device);
+  void mark_gone(GlobalOrdinal device, Gone kind, const std::string& reason);
+  uint64_t absence_epoch(GlobalOrdinal device) const;
+  void mark_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch);
+  void clear_absent(GlobalOrdinal device);
   bool any_gone() const { return gone_count_.load(std::memory_order_acquire) > 0; }
   // Why the device is gone (the first kind of Gone it is), if it is.
-  std::optional<std::string> gone_reason(int device) const;
+  std::optional<std::string> gone_reason(GlobalOrdinal device) const;
   // "device 3 is gone (<reason>)" for the lowest device failed, if any
   // is (not finished: a process that finished its program left nothing
   // out of step; not absent).
@@ -77,17 +78,17 @@ class DeviceStatus {
 
   // Returns the interrupt's id, for end_interrupt. A later interrupt of
   // the device replaces the reason.
-  uint64_t interrupt(int device, const std::string& reason);
+  uint64_t interrupt(GlobalOrdinal device, const std::string& reason);
   // Ends the interrupt `id` of device unless a later one replaced it.
-  void end_interrupt(int device, uint64_t id);
+  void end_interrupt(GlobalOrdinal device, uint64_t id);
   bool any_interrupted() const { return interrupted_count_.load(std::memory_order_acquire) > 0; }
   // Why the device's waits are interrupted, if they are.
-  std::optional<std::string> interrupt_reason(int device) const;
+  std::optional<std::string> interrupt_reason(GlobalOrdinal device) const;
 
   // The device is driven afresh (a spawn starts clean once every device
   // ran its queue): no reason to be gone and no interrupt are left; an
   // absence still queued for it is dropped, as by clear_absent.
-  void forget(int device);
+  void forget(GlobalOrdinal device);
 
  private:
   struct Record {
@@ -98,13 +99,13 @@ class DeviceStatus {
     bool is_gone() const;
   };
   // The record of device, made if need be (mu_ held).
-  Record& record_locked(int device) { return records_[device]; }
-  const Record* find_locked(int device) const;
+  Record& record_locked(GlobalOrdinal device) { return records_[device]; }
+  const Record* find_locked(GlobalOrdinal device) const;
   // Sets one reason of the record, counting the device if it was not gone (mu_ held).
   void set_gone_locked(Record& record, Gone kind, const std::string& reason);
 
   mutable std::mutex mu_;
-  std::map<int, Record> records_;
+  std::map<GlobalOrdinal, Record> records_;
   uint64_t last_interrupt_id_ = 0;
   std::atomic<int> gone_count_{0};         // devices with a reason to be gone
   std::atomic<int> interrupted_count_{0};  // devices interrupted
@@ -112,18 +113,18 @@ class DeviceStatus {
 
 // "<where> cannot complete: device 2 is gone (<reason>), <when>", when
 // saying how far the device got ("before any collective").
-device::Failure gone_failure(const std::string& where, int device, const std::string& reason,
+device::Failure gone_failure(const std::string& where, GlobalOrdinal device, const std::string& reason,
                              const std::string& when);
 
 // What the peers of an abandoned collective fail with: "device 2 will not
 // join all_reduce #3 on group [0, 2]: <reason>".
-device::Failure abandoned_failure(int device, ir::OpKind op, int64_t sequence, const std::vector<int>& group,
-                                  const std::string& reason);
+device::Failure abandoned_failure(GlobalOrdinal device, ir::OpKind op, int64_t sequence,
+                                  const std::vector<int>& group, const std::string& reason);
 
 // "<where> was interrupted on device 1: <reason>; devices that had not
 // arrived: <missing>". Without a reason (the device's waits are not
 // interrupted) the waiting thread was (core/interrupt.h).
-device::Failure interrupted_failure(const std::string& where, int device, const std::optional<std::string>& reason,
-                                    const std::string& missing);
+device::Failure interrupted_failure(const std::string& where, GlobalOrdinal device,
+                                    const std::optional<std::string>& reason, const std::string& missing);
 
 }  // namespace ordo::comm

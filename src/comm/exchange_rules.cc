@@ -10,9 +10,11 @@ std::string describe_tag(std::string_view tag) { return str_cat("rendezvous '", 
 
 std::vector<int> exchange_participants(const ExchangeCall& call, int world_size) {
   const std::string what = describe_tag(call.tag);
-  ORDO_ARG_CHECK(call.device >= 0 && call.device < world_size, what, ": device ", call.device,
+  ORDO_ARG_CHECK(call.device.value() >= 0 && call.device.value() < world_size, what, ": device ", call.device,
                  " does not exist (world size ", world_size, ")");
-  std::vector<int> participants(call.participants.begin(), call.participants.end());
+  std::vector<int> participants;  // ordinals as data, like a replica group
+  participants.reserve(call.participants.empty() ? static_cast<size_t>(world_size) : call.participants.size());
+  for (const GlobalOrdinal d : call.participants) participants.push_back(d.value());
   if (participants.empty()) {
     participants.resize(static_cast<size_t>(world_size));
     std::iota(participants.begin(), participants.end(), 0);
@@ -26,13 +28,13 @@ std::vector<int> exchange_participants(const ExchangeCall& call, int world_size)
     ORDO_ARG_CHECK(i == 0 || d != participants[i - 1], what, ": device ", d, " is twice among the replicas ",
                    named);
     ORDO_ARG_CHECK(i == 0 || d > participants[i - 1], what, ": the replicas ", named, " are not sorted");
-    among = among || d == call.device;
+    among = among || d == call.device.value();
   }
   ORDO_ARG_CHECK(among, what, ": device ", call.device, " is not among the replicas ", named);
   return participants;
 }
 
-device::Failure exchange_timeout(int device, double timeout_seconds, std::string_view tag,
+device::Failure exchange_timeout(GlobalOrdinal device, double timeout_seconds, std::string_view tag,
                                  const std::vector<int>& missing) {
   return {ErrorCode::kCollectiveTimeout, str_cat("device ", device, " waited ", timeout_seconds, " s in ",
                                                  describe_tag(tag), "; devices that never arrived: ",
@@ -44,16 +46,16 @@ device::Failure exchange_given_up(std::string_view tag, const std::string& why) 
           str_cat(describe_tag(tag), " cannot complete: a participant gave up on it: ", why)};
 }
 
-device::Failure exchange_peer_gone(std::string_view tag, int device, const std::string& reason) {
+device::Failure exchange_peer_gone(std::string_view tag, GlobalOrdinal device, const std::string& reason) {
   return {ErrorCode::kCollective, str_cat(describe_tag(tag), ": device ", device, " is gone (", reason, ")")};
 }
 
-device::Failure exchange_out_of_memory(std::string_view tag, int device, size_t bytes) {
+device::Failure exchange_out_of_memory(std::string_view tag, GlobalOrdinal device, size_t bytes) {
   return {ErrorCode::kOutOfMemory,
           str_cat(describe_tag(tag), ": device ", device, " ran out of memory sending its payload of ", bytes, " bytes")};
 }
 
-device::Failure exchange_interrupted(std::string_view tag, int device, const std::string& reason) {
+device::Failure exchange_interrupted(std::string_view tag, GlobalOrdinal device, const std::string& reason) {
   return {ErrorCode::kCollective,
           str_cat(describe_tag(tag), " cannot complete: device ", device, " was interrupted", reason)};
 }

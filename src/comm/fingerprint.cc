@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "ordo/error.h"
+
 namespace ordo::comm {
 
 // Every list is preceded by its length, so equal words mean equal fields.
@@ -57,8 +59,8 @@ bool Fingerprint::operator==(const Fingerprint& other) const {
   return size_ == other.size_ && std::equal(data(), data() + size_, other.data());
 }
 
-std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
-                             int other_device, const CollectiveCall& other_call) {
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, GlobalOrdinal device,
+                             const CollectiveCall& call, GlobalOrdinal other_device, const CollectiveCall& other_call) {
   return mismatch_message(sequence, group, str_cat("device ", device), describe(call),
                           str_cat("device ", other_device), describe(other_call));
 }
@@ -69,9 +71,9 @@ std::string mismatch_message(int64_t sequence, const std::vector<int>& group, co
                  " but ", other_who, " runs ", other_call);
 }
 
-std::string partition_mismatch_message(int64_t number, int device, const std::string& mine, int other_device,
-                                       const std::string& theirs, const std::string& my_groups,
-                                       const std::string& their_groups) {
+std::string partition_mismatch_message(int64_t number, GlobalOrdinal device, const std::string& mine,
+                                       GlobalOrdinal other_device, const std::string& theirs,
+                                       const std::string& my_groups, const std::string& their_groups) {
   return str_cat("collective mismatch at collective #", number, " of devices ", device, " and ", other_device,
                  ": device ", device, " runs ", mine, ", but device ", other_device, " runs ", theirs,
                  ": replica groups ", my_groups, " against ", their_groups);

@@ -45,8 +45,8 @@ class Fingerprint {
 // What every member of group raises when device and other_device brought
 // different ops to the group's collective #sequence: "collective mismatch
 // at #3 on group [0, 1]: device 0 runs <call> but device 1 runs <other>".
-std::string mismatch_message(int64_t sequence, const std::vector<int>& group, int device, const CollectiveCall& call,
-                             int other_device, const CollectiveCall& other_call);
+std::string mismatch_message(int64_t sequence, const std::vector<int>& group, GlobalOrdinal device,
+                             const CollectiveCall& call, GlobalOrdinal other_device, const CollectiveCall& other_call);
 // The same from what the two devices are ("device 2 (process 1 on host vm)")
 // and their calls' descriptions, for peers that hold no CollectiveCall of
 // each other's (other processes).
@@ -57,8 +57,8 @@ std::string mismatch_message(int64_t sequence, const std::vector<int>& group, co
 // collective #number, is in a collective of other replica groups: "collective
 // mismatch at collective #4 of devices 0 and 1: device 0 runs <mine>, but
 // device 1 runs <theirs>: replica groups <my groups> against <their groups>".
-std::string partition_mismatch_message(int64_t number, int device, const std::string& mine, int other_device,
-                                       const std::string& theirs, const std::string& my_groups,
-                                       const std::string& their_groups);
+std::string partition_mismatch_message(int64_t number, GlobalOrdinal device, const std::string& mine,
+                                       GlobalOrdinal other_device, const std::string& theirs,
+                                       const std::string& my_groups, const std::string& their_groups);
 
 }  // namespace ordo::comm

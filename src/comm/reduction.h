@@ -21,7 +21,7 @@
 
 #include "core/arithmetic.h"
 #include "core/half_float.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 
 namespace ordo::comm {
 

@@ -5,7 +5,7 @@
 
 #include "comm/timeouts.h"
 #include "core/config.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 #include "ordo/error.h"
 
 namespace ordo {

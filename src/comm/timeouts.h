@@ -1,6 +1,6 @@
 // The lock of the collective timeouts, held around fork() (runtime/fork.cc)
 // so that a child finds it free. The timeouts themselves are public
-// (ordo/collectives.h).
+// (ordo/collective_types.h).
 #pragma once
 
 namespace ordo::comm {

@@ -23,22 +23,22 @@ Topology::Topology(int devices_per_process, int process, std::vector<int> host_o
                    "; hosts are numbered in order of first appearance (next would be ", host_count_, ")");
     host_count_ = std::max(host_count_, h + 1);
     for (int index = 0; index < devices_per_process; ++index) {
-      places_.push_back({p * devices_per_process + index, p, index, h});
+      places_.push_back({GlobalOrdinal(p * devices_per_process + index), p, LocalDevice(index), h});
     }
   }
 }
 
-std::optional<int> Topology::index_of(int ordinal) const {
-  const int index = ordinal - process_ * devices_per_process_;
+std::optional<LocalDevice> Topology::local_device(GlobalOrdinal ordinal) const {
+  const int index = ordinal.value() - process_ * devices_per_process_;
   if (index < 0 || index >= devices_per_process_) return std::nullopt;
-  return index;
+  return LocalDevice(index);
 }
 
-int Topology::host_ordinal(int ordinal) const {
+int Topology::host_ordinal(GlobalOrdinal ordinal) const {
   const DevicePlace& device = place(ordinal);
   int earlier_processes = 0;  // of the same host
   for (int p = 0; p < device.process; ++p) earlier_processes += host_of_process_[static_cast<size_t>(p)] == device.host;
-  return earlier_processes * devices_per_process_ + device.index;
+  return earlier_processes * devices_per_process_ + device.local.index();
 }
 
 int Topology::host_devices() const {

@@ -37,7 +37,7 @@ bool cpu_binding_enabled() { return config().cpu_bind; }
 
 int usable_cpu_count() { return static_cast<int>(allowed_cpus().size()); }
 
-int worker_cpu(int ordinal) { return ordinal; }
+int worker_cpu(int host_ordinal) { return host_ordinal; }
 
 // With two CPUs per device, the driver traces the next step on its own CPU
 // while the worker runs this one. Otherwise it shares its worker's CPU: a
@@ -45,8 +45,8 @@ int worker_cpu(int ordinal) { return ordinal; }
 // to its worker and back, where a wake-up on another CPU costs an
 // inter-processor interrupt (15-20 us in a virtual machine), and the peers'
 // devices keep the other CPUs.
-int driver_cpu(int ordinal, int num_devices, int cpus) {
-  return 2 * num_devices <= cpus ? num_devices + ordinal : worker_cpu(ordinal);
+int driver_cpu(int host_ordinal, int num_devices, int cpus) {
+  return 2 * num_devices <= cpus ? num_devices + host_ordinal : worker_cpu(host_ordinal);
 }
 
 int current_cpu() {

@@ -24,11 +24,11 @@ bool cpu_binding_enabled();
 // The CPUs this process was allowed when placement was first asked for.
 int usable_cpu_count();
 
-// The CPU (an index into those CPUs, wrapping around) of device
-// `ordinal`'s worker, and of the thread that drives it; ordinal is the
-// device's host ordinal, num_devices the host's devices.
-int worker_cpu(int ordinal);
-int driver_cpu(int ordinal, int num_devices, int cpus);
+// The CPU (an index into those CPUs, wrapping around) of a device's
+// worker, and of the thread that drives it, by the device's host ordinal;
+// num_devices is the host's devices.
+int worker_cpu(int host_ordinal);
+int driver_cpu(int host_ordinal, int num_devices, int cpus);
 
 // Pins the calling thread to that CPU (to any of those CPUs); does nothing
 // when binding is off, the process has a single CPU, or affinity cannot be

@@ -1,5 +1,5 @@
-// A device of this process: its global ordinal and a worker that runs its
-// graphs in order, pinned by the device's position among its host's
+// A device of this process: its two numbers (core/device_numbers.h) and a
+// worker that runs its graphs in order, pinned by the device's position among its host's
 // devices (the host's processes share its CPUs).
 //
 // Locking: error_mu guards failed_graph_, which the worker sets when a
@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/device_numbers.h"
 #include "device/cpu_placement.h"
 #include "device/device_data.h"
 #include "device/worker.h"
@@ -24,11 +25,11 @@ namespace ordo::device {
 class alignas(64) Device {
  public:
   // communicator outlives the device.
-  Device(int index, int ordinal, int host_ordinal, comm::Communicator& communicator)
-      : index_(index), ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(host_ordinal)) {}
+  Device(LocalDevice local, GlobalOrdinal ordinal, int host_ordinal, comm::Communicator& communicator)
+      : local_(local), ordinal_(ordinal), communicator_(communicator), worker_(worker_cpu(host_ordinal)) {}
 
-  int index() const { return index_; }      // in this process
-  int ordinal() const { return ordinal_; }  // global
+  LocalDevice local() const { return local_; }
+  GlobalOrdinal ordinal() const { return ordinal_; }
   Worker& worker() { return worker_; }
   comm::Communicator& communicator() { return communicator_; }
 
@@ -38,8 +39,8 @@ class alignas(64) Device {
   std::optional<Failure> take_failure();
 
  private:
-  const int index_;
-  const int ordinal_;
+  const LocalDevice local_;
+  const GlobalOrdinal ordinal_;
   comm::Communicator& communicator_;
   std::mutex error_mu_;
   std::optional<Failure> failed_graph_;

@@ -31,7 +31,7 @@ struct DeviceWatch {
 
 // Locking: a leaf; only under ORDO_DEBUG, and never held while logging.
 std::mutex g_mu;
-std::map<int, DeviceWatch> g_watches;  // by device index in this process
+std::map<LocalDevice, DeviceWatch> g_watches;
 
 std::string split_node(const std::string& line, std::string* rest) {
   const size_t equals = line.find(" = ");
@@ -51,7 +51,7 @@ const std::vector<std::string>& closest_earlier(const DeviceWatch& watch) {
   return watch.graphs[watch.graphs.size() - 2];
 }
 
-std::optional<std::string> recompile_warning(DeviceWatch& watch, int global_ordinal) {
+std::optional<std::string> recompile_warning(DeviceWatch& watch, GlobalOrdinal ordinal) {
   while (!watch.compile_steps.empty() && watch.compile_steps.front() <= watch.steps - kWindowSteps) {
     watch.compile_steps.pop_front();
   }
@@ -62,7 +62,7 @@ std::optional<std::string> recompile_warning(DeviceWatch& watch, int global_ordi
   watch.warned_compiles = true;
   std::string difference = describe_difference(closest_earlier(watch), watch.graphs.back());
   if (difference.empty()) difference = "the same nodes (the compile cache is too small for the step's graphs?)";
-  return str_cat("device ", global_ordinal, " compiled ", compiles, " graphs in the last ", kWindowSteps,
+  return str_cat("device ", ordinal, " compiled ", compiles, " graphs in the last ", kWindowSteps,
                  " steps (ORDO_DEBUG): graphs that change every step recompile every step. The last two differ at ",
                  difference, ". A Python number in an op is a constant of the graph: pass values that change "
                  "as tensors (ordo.tensor(lr)), and keep shapes fixed");
@@ -88,12 +88,12 @@ std::string describe_difference(const std::vector<std::string>& older, const std
   return out;
 }
 
-void note_mark_step(int device) {
+void note_mark_step(LocalDevice device) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_watches[device].steps;
 }
 
-void note_compile(const ir::PostOrder& graph, int device, int global_ordinal) {
+void note_compile(const ir::PostOrder& graph, LocalDevice device, GlobalOrdinal ordinal) {
   std::vector<std::string> lines = ir::node_lines(graph);
   std::optional<std::string> warning;
   {
@@ -102,12 +102,12 @@ void note_compile(const ir::PostOrder& graph, int device, int global_ordinal) {
     watch.compile_steps.push_back(watch.steps);
     watch.graphs.push_back(std::move(lines));
     if (watch.graphs.size() > kKeptGraphs) watch.graphs.pop_front();
-    warning = recompile_warning(watch, global_ordinal);
+    warning = recompile_warning(watch, ordinal);
   }
   if (warning) logging::log(LogLevel::kWarning, *warning);
 }
 
-void note_transfer_from_device(int device, int global_ordinal) {
+void note_transfer_from_device(LocalDevice device, GlobalOrdinal ordinal) {
   bool warn = false;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -120,7 +120,7 @@ void note_transfer_from_device(int device, int global_ordinal) {
   }
   if (!warn) return;
   logging::log(LogLevel::kWarning,
-               str_cat("device ", global_ordinal, " read values back to the host in each of the last ",
+               str_cat("device ", ordinal, " read values back to the host in each of the last ",
                        kWindowSteps, " steps (ORDO_DEBUG): each read waits for the device to finish the step. "
                        "Read less often (every N steps), or keep the values on the device"));
 }

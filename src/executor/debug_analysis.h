@@ -2,8 +2,8 @@
 // torch_xla's PT_XLA_DEBUG does):
 //
 //   if (executor::debug_enabled()) executor::note_mark_step(device);  // before the cut
-//   ... note_compile(walk, device, global_ordinal)                    // every uncached compile
-//   ... note_transfer_from_device(device, global_ordinal)             // every read of a value
+//   ... note_compile(walk, device, ordinal)                    // every uncached compile
+//   ... note_transfer_from_device(device, ordinal)             // every read of a value
 //
 // - Graphs that keep compiling: past kSettleSteps steps, more than one
 //   uncached compile per two steps over the last kWindowSteps steps warns,
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/device_numbers.h"
 #include "ir/post_order.h"
 
 namespace ordo::executor {
@@ -33,10 +34,10 @@ inline constexpr int64_t kWindowSteps = 10;
 // anything, so that without it a step pays this test only.
 inline bool debug_enabled() { return config().debug; }
 
-// device: its index in this process; global_ordinal names it in warnings.
-void note_mark_step(int device);
-void note_compile(const ir::PostOrder& graph, int device, int global_ordinal);
-void note_transfer_from_device(int device, int global_ordinal);
+// device: its index in this process; ordinal names it in warnings.
+void note_mark_step(LocalDevice device);
+void note_compile(const ir::PostOrder& graph, LocalDevice device, GlobalOrdinal ordinal);
+void note_transfer_from_device(LocalDevice device, GlobalOrdinal ordinal);
 
 // What differs between two graphs' node lines (ir::node_lines), for the
 // warning: "node %3: full() reals=[0.1] : float32[] vs full() reals=[0.2] :

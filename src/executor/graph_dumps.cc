@@ -35,12 +35,12 @@ std::atomic<bool> g_wanted{false};
 // The graphs each device has saved (by global ordinal): a hit saves one
 // only once. Locking: its own leaf mutex.
 std::mutex g_saved_mu;
-std::map<int, std::unordered_set<uint64_t>> g_saved;
+std::map<GlobalOrdinal, std::unordered_set<uint64_t>> g_saved;
 
 // Whether this is the first time the device saves graph_hash.
-bool first_save(int global_ordinal, uint64_t graph_hash) {
+bool first_save(GlobalOrdinal ordinal, uint64_t graph_hash) {
   std::lock_guard<std::mutex> lock(g_saved_mu);
-  return g_saved[global_ordinal].insert(graph_hash).second;
+  return g_saved[ordinal].insert(graph_hash).second;
 }
 
 }  // namespace
@@ -55,27 +55,27 @@ std::optional<GraphDumpSettings> graph_dump_settings() {
 
 bool graph_dumps_wanted() noexcept { return g_wanted.load(std::memory_order_relaxed); }
 
-void save_graph_on_first_hit(const ir::PostOrder& graph, int global_ordinal, int64_t step) {
-  if (!first_save(global_ordinal, graph.hash)) return;
-  if (std::optional<GraphDumpSettings> settings = graph_dump_settings()) save_graph(graph, *settings, global_ordinal, step);
+void save_graph_on_first_hit(const ir::PostOrder& graph, GlobalOrdinal ordinal, int64_t step) {
+  if (!first_save(ordinal, graph.hash)) return;
+  if (std::optional<GraphDumpSettings> settings = graph_dump_settings()) save_graph(graph, *settings, ordinal, step);
 }
 
-std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordinal, int64_t step) {
+std::string compiled_graph_summary(const ir::PostOrder& graph, GlobalOrdinal ordinal, int64_t step) {
   std::ostringstream out;
-  out << "device " << global_ordinal << ", graph " << std::hex << graph.hash << std::dec << ", step " << step;
+  out << "device " << ordinal << ", graph " << std::hex << graph.hash << std::dec << ", step " << step;
   return out.str();
 }
 
-std::string graph_dump_entry(const ir::PostOrder& graph, GraphFileFormat format, int global_ordinal, int64_t step) {
+std::string graph_dump_entry(const ir::PostOrder& graph, GraphFileFormat format, GlobalOrdinal ordinal, int64_t step) {
   return str_cat(format == GraphFileFormat::kDot ? "// " : "## ", "ordo graph: ",
-                 compiled_graph_summary(graph, global_ordinal, step), "\n",
+                 compiled_graph_summary(graph, ordinal, step), "\n",
                  format == GraphFileFormat::kDot ? ir::dump_dot(graph) : ir::dump(graph));
 }
 
-void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step) {
-  first_save(global_ordinal, graph.hash);
-  const std::string path = str_cat(settings.path, ".", global_ordinal);
-  const std::string entry = graph_dump_entry(graph, settings.format, global_ordinal, step);
+void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, GlobalOrdinal ordinal, int64_t step) {
+  first_save(ordinal, graph.hash);
+  const std::string path = str_cat(settings.path, ".", ordinal);
+  const std::string entry = graph_dump_entry(graph, settings.format, ordinal, step);
   // Opened per graph: compiles are rare, and no file stays open past a
   // runtime. A device's graphs come one at a time (its graph mutex).
   std::FILE* file = std::fopen(path.c_str(), "a");

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/device_numbers.h"
 #include "ir/post_order.h"
 
 namespace ordo::executor {
@@ -36,16 +37,16 @@ std::optional<GraphDumpSettings> graph_dump_settings();
 bool graph_dumps_wanted() noexcept;
 
 // "device 1, graph 9f3c..., step 12": step is the device's MarkStep count.
-std::string compiled_graph_summary(const ir::PostOrder& graph, int global_ordinal, int64_t step);
+std::string compiled_graph_summary(const ir::PostOrder& graph, GlobalOrdinal ordinal, int64_t step);
 
 // "## ordo graph: <summary>" (text; "//" for dot:
 // DOT's comment) followed by the graph.
-std::string graph_dump_entry(const ir::PostOrder& graph, GraphFileFormat format, int global_ordinal, int64_t step);
+std::string graph_dump_entry(const ir::PostOrder& graph, GraphFileFormat format, GlobalOrdinal ordinal, int64_t step);
 
 // Appends the entry of graph to its device's file (a compile).
-void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, int global_ordinal, int64_t step);
+void save_graph(const ir::PostOrder& graph, const GraphDumpSettings& settings, GlobalOrdinal ordinal, int64_t step);
 // The same at a cache hit, if graphs are saved and this device has not
 // saved this graph yet.
-void save_graph_on_first_hit(const ir::PostOrder& graph, int global_ordinal, int64_t step);
+void save_graph_on_first_hit(const ir::PostOrder& graph, GlobalOrdinal ordinal, int64_t step);
 
 }  // namespace ordo::executor

@@ -19,8 +19,8 @@ namespace {
 // level info, its dump (ORDO_SAVE_GRAPHS_FILE) and ORDO_DEBUG's analysis.
 // Before the compile, so that a graph that fails to compile is seen too,
 // and outside CompileTime.
-void show_compiled_graph(const ir::PostOrder& graph, int device, int global_ordinal) {
-  const int64_t step = metrics::counter_total(metrics::Counter::kMarkStep, device).value;
+void show_compiled_graph(const ir::PostOrder& graph, LocalDevice device, GlobalOrdinal global_ordinal) {
+  const int64_t step = metrics::counter_total(metrics::Counter::kMarkStep, device.index()).value;
   if (logging::enabled(LogLevel::kInfo)) {
     logging::log(LogLevel::kInfo, str_cat("compiling ", compiled_graph_summary(graph, global_ordinal, step), " (",
                                           graph.nodes.size(), " nodes)"));
@@ -30,23 +30,22 @@ void show_compiled_graph(const ir::PostOrder& graph, int device, int global_ordi
 }
 
 std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph, const ScheduleOptions& options,
-                                                     int device, int global_ordinal) {
+                                                     LocalDevice device, GlobalOrdinal global_ordinal) {
   CompileCache& cache = compile_cache();
   const uint64_t key = cache_key(graph.hash, options);
   std::shared_ptr<const ExecutionPlan> plan = cache.find(key);
   if (plan) {
-    metrics::add(metrics::Counter::kCachedCompile, device);
+    metrics::add(metrics::Counter::kCachedCompile, device.index());
     if (graph_dumps_wanted()) {
       save_graph_on_first_hit(graph, global_ordinal,
-                              metrics::counter_total(metrics::Counter::kMarkStep, device).value);
+                              metrics::counter_total(metrics::Counter::kMarkStep, device.index()).value);
     }
     return plan;
   }
-  metrics::add(metrics::Counter::kUncachedCompile, device);
+  metrics::add(metrics::Counter::kUncachedCompile, device.index());
   show_compiled_graph(graph, device, global_ordinal);
-  metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device);
-  trace_events::ScopedEvent traced("compile", "compile", device,
-                                   trace_events::on() ? runtime::get().global_ordinal(device) : -1,
+  metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device.index());
+  trace_events::ScopedEvent traced("compile", "compile", device.index(), global_ordinal.value(),
                                    trace_events::Lane::kHost, graph.hash);
   plan = compile(graph, options);
   cache.insert(key, plan);
@@ -55,15 +54,13 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
 
 }  // namespace
 
-void sync_device(int ordinal, bool raise_failure, device::Worker::RunBy run_by) {
+void sync_device(LocalDevice local, bool raise_failure, device::Worker::RunBy run_by) {
   lazy::GraphTable& graphs = lazy::graphs();
-  runtime::Runtime& rt = graphs.runtime();
-  rt.check_device(ordinal);
-  device::Device& device = rt.device(ordinal);
+  device::Device& device = graphs.runtime().device(local);
   if (raise_failure) {
     if (std::optional<device::Failure> failure = device.take_failure()) failure->raise();
   }
-  lazy::DeviceGraph& graph = graphs.graph(ordinal);
+  lazy::DeviceGraph& graph = graphs.graph(local);
   std::lock_guard<std::mutex> lock(graph.mu);
   std::vector<std::shared_ptr<lazy::TensorImpl>> tensors = graph.pending_tensors();
   std::vector<ir::Value> roots = graph.roots_of(tensors);
@@ -72,7 +69,7 @@ void sync_device(int ordinal, bool raise_failure, device::Worker::RunBy run_by) 
   // it is cleared before the nodes die below.
   thread_local ir::PostOrder walk;
   ir::post_order(roots, walk);
-  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule, ordinal, rt.global_ordinal(ordinal));
+  std::shared_ptr<const ExecutionPlan> plan = find_or_compile(walk, graph.schedule, local, device.ordinal());
 
   std::vector<std::shared_ptr<device::DeviceData>> parameters;
   parameters.reserve(walk.parameters.size());

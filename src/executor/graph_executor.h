@@ -7,6 +7,7 @@
 // at a time (see docs/DESIGN.md, "Locking order across layers").
 #pragma once
 
+#include "core/device_numbers.h"
 #include "device/worker.h"
 
 namespace ordo::executor {
@@ -14,7 +15,7 @@ namespace ordo::executor {
 // mark_step's work. With raise_failure, first throws (and clears) the
 // failure of an earlier graph of the device, changing nothing else. The
 // graph goes to the device's worker to be run by run_by (worker.h).
-void sync_device(int device, bool raise_failure,
+void sync_device(LocalDevice device, bool raise_failure,
                  device::Worker::RunBy run_by = device::Worker::RunBy::kWorkerThread);
 
 }  // namespace ordo::executor

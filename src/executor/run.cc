@@ -15,7 +15,7 @@ namespace {
 
 using Slots = std::vector<std::shared_ptr<const device::Buffer>>;
 
-device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, int ordinal,
+device::Failure step_failure(const ExecutionPlan& plan, const PlanStep& step, GlobalOrdinal ordinal,
                              ErrorCode code, const char* what) {
   const std::string op = step.fused ? str_cat(step.fused->code.size(), " fused elementwise ops")
                                     : std::string(ir::op_name(step.op));
@@ -50,12 +50,12 @@ CollectiveCounters collective_counters(ir::OpKind op) {
 void trace_collective(ir::OpKind op, const comm::CollectiveTiming& timing, int64_t end_ns, int64_t bytes,
                       const device::Device& device) {
   trace_events::Event event{ir::op_name(op), "collective", timing.arrived_ns, end_ns - timing.arrived_ns,
-                            device.ordinal()};
+                            device.ordinal().value()};
   event.bytes = bytes;
   event.wait_from_ns = timing.arrived_ns;
   event.wait_ns = timing.all_arrived_ns - timing.arrived_ns;
-  event.last_device = timing.last_device;
-  trace_events::record(device.index(), event);
+  event.last_device = timing.last_device.value();
+  trace_events::record(device.local().index(), event);
 }
 
 // A collective step, counted and timed: from the device's arrival (the
@@ -64,7 +64,7 @@ void trace_collective(ir::OpKind op, const comm::CollectiveTiming& timing, int64
 // came last.
 void run_collective_step(const PlanStep& step, std::span<const device::Buffer* const> inputs,
                          std::span<std::shared_ptr<const device::Buffer>> outputs, device::Device& device) {
-  const int index = device.index();
+  const int index = device.local().index();  // metrics are by local device
   comm::CollectiveTiming timing;
   step.kernel({step.attrs, step.output_types, inputs, outputs, device.ordinal(), device.communicator(),
                &*step.collective, &timing});
@@ -106,12 +106,12 @@ bool sole_owner(const std::shared_ptr<T>& p) {
 // (PlanStep::reuses) that nothing outside this run holds, not even through
 // a view, and that no other output took.
 void donate_dying_inputs(const PlanStep& step, Slots& slots,
-                         std::span<std::shared_ptr<const device::Buffer>> outputs, int device) {
+                         std::span<std::shared_ptr<const device::Buffer>> outputs, LocalDevice device) {
   for (const kernels::FusedReuse& reuse : step.reuses) {
     std::shared_ptr<const device::Buffer>& input = slots[step.input_slots[reuse.input]];
     if (outputs[reuse.output] || !input || !sole_owner(input) || !sole_owner(input->storage)) continue;
     outputs[reuse.output] = std::move(input);
-    metrics::add(metrics::Counter::kDonatedBuffer, device);
+    metrics::add(metrics::Counter::kDonatedBuffer, device.index());
   }
 }
 
@@ -119,7 +119,7 @@ void donate_dying_inputs(const PlanStep& step, Slots& slots,
 // failure), or the number of steps.
 size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device,
                  std::optional<device::Failure>& failure) {
-  const int ordinal = device.ordinal();
+  const GlobalOrdinal ordinal = device.ordinal();
   std::vector<const device::Buffer*> inputs;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep& step = plan.steps[s];
@@ -129,7 +129,7 @@ size_t run_steps(const ExecutionPlan& plan, Slots& slots, device::Device& device
                                                               step.output_types.size());
     try {
       if (step.fused) {
-        donate_dying_inputs(step, slots, outputs, device.index());
+        donate_dying_inputs(step, slots, outputs, device.local());
         kernels::run_fused(*step.fused, inputs, step.output_types, outputs);
       } else if (step.collective) {
         run_collective_step(step, inputs, outputs, device);
@@ -171,8 +171,8 @@ void abandon_collectives(const ExecutionPlan& plan, size_t first, device::Device
 void run_plan(const ExecutionPlan& plan, std::vector<std::shared_ptr<device::DeviceData>> parameters,
               const std::vector<std::shared_ptr<device::DeviceData>>& results,
               device::Device& device) {
-  metrics::ScopedTimer timer(metrics::Metric::kExecuteTime, device.index());
-  trace_events::ScopedEvent traced("execute", "execute", device.index(), device.ordinal(),
+  metrics::ScopedTimer timer(metrics::Metric::kExecuteTime, device.local().index());
+  trace_events::ScopedEvent traced("execute", "execute", device.local().index(), device.ordinal().value(),
                                    trace_events::Lane::kDevice, plan.graph_hash);
   Slots slots(plan.num_slots);
   std::optional<device::Failure> failure;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/node.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 
 namespace ordo::ir {
 

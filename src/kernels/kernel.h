@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "core/device_numbers.h"
 #include "device/buffer.h"
 #include "ir/collective_attrs.h"
 #include "ir/node.h"
@@ -26,7 +27,7 @@ struct KernelArgs {
   std::span<const device::Buffer* const> inputs;
   // Filled by the kernel, one per output (a token output gets token_buffer()).
   std::span<std::shared_ptr<const device::Buffer>> outputs;
-  int device;  // the ordinal the graph runs on
+  GlobalOrdinal device;  // where the graph runs
   comm::Communicator& communicator;  // what collective kernels talk through
   // A collective's attrs, decoded once when the plan was compiled (null for
   // other ops).

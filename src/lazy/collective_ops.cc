@@ -65,9 +65,9 @@ struct Traced {
 Traced prepare(std::string_view what, std::span<const Tensor* const> inputs,
                const ReplicaGroups& groups, bool equal_sizes) {
   ORDO_ARG_CHECK(!inputs.empty(), what, ": no tensors given");
-  const int device = lazy::common_device(what, inputs);
+  const LocalDevice device = lazy::common_device(what, inputs);
   const runtime::Runtime& rt = runtime::get();
-  const int ordinal = rt.global_ordinal(device);  // groups name global ordinals
+  const int ordinal = rt.ordinal_of(device).value();  // groups name global ordinals, as data
   const int world = rt.topology().world_size();
   check_groups(what, groups, world, equal_sizes);
   size_t group_size = static_cast<size_t>(world);

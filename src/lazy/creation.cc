@@ -21,12 +21,12 @@ namespace {
 
 // Tensors made here on the calling thread: a failed allocation names the
 // op and the device, as the executor does for the ones made when graphs run.
-std::shared_ptr<device::Buffer> allocate_on(std::string_view what, int ordinal, DType dtype,
+std::shared_ptr<device::Buffer> allocate_on(std::string_view what, LocalDevice device, DType dtype,
                                             const Shape& shape) {
   try {
     return device::allocate_buffer(dtype, shape);
   } catch (const OutOfMemoryError& e) {
-    throw_error<OutOfMemoryError>(what, " on device ", ordinal, ": ", e.what());
+    throw_error<OutOfMemoryError>(what, " on device ", device, ": ", e.what());
   }
 }
 
@@ -68,8 +68,8 @@ template <typename Sample>
 Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int device, Sample sample) {
   checked_shape_size(what, shape, dtype);
   ORDO_DTYPE_CHECK(is_floating(dtype), what, ": dtype must be a float dtype, got ", dtype_name(dtype));
-  const int ordinal = runtime::resolve_device(device);
-  auto buffer = allocate_on(what, ordinal, dtype, shape);
+  const LocalDevice local = runtime::resolve_device(device);
+  auto buffer = allocate_on(what, local, dtype, shape);
   for (int64_t i = 0; i < buffer->numel; ++i) {
     const auto counter = static_cast<uint64_t>(i);
     if (dtype == DType::kBFloat16) {
@@ -83,7 +83,7 @@ Tensor random_tensor(std::string_view what, const Shape& shape, DType dtype, int
       buffer->mutable_data<double>()[i] = sample(counter, std::type_identity<double>{});
     }
   }
-  return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
+  return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), local);
 }
 
 // Integer ranges step exactly in int64 and are stored in dtype: the first
@@ -104,16 +104,16 @@ void check_integer_range(Scalar start, Scalar step, int64_t length, DType dtype)
 Tensor from_host(const void* data, DType dtype, const Shape& shape, int device, Caller caller) {
   const ScopedUserLocation here(caller);
   checked_shape_size("from_host", shape, dtype);
-  const int ordinal = runtime::resolve_device(device);
-  metrics::ScopedTimer timer(metrics::Metric::kTransferToDeviceTime, ordinal);
-  auto buffer = allocate_on("from_host", ordinal, dtype, shape);
+  const LocalDevice local = runtime::resolve_device(device);
+  metrics::ScopedTimer timer(metrics::Metric::kTransferToDeviceTime, local.index());
+  auto buffer = allocate_on("from_host", local, dtype, shape);
   if (buffer->nbytes() != 0) std::memcpy(buffer->storage.get(), data, buffer->nbytes());
   if (dtype == DType::kBool) {
     // Kernels rely on bools being exactly 0 or 1.
     auto* bytes = reinterpret_cast<uint8_t*>(buffer->storage.get());
     for (int64_t i = 0; i < buffer->numel; ++i) bytes[i] = bytes[i] != 0;
   }
-  return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), ordinal);
+  return lazy::tensor_from_data(device::DeviceData::ready(std::move(buffer)), local);
 }
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, int device, Caller caller) {

@@ -24,7 +24,7 @@ namespace ordo::lazy {
 // sharing a line made every lock of one miss in the other's cache (tracing
 // two devices at once took 0.53 instead of 0.33 us per collective).
 struct alignas(64) DeviceGraph {
-  explicit DeviceGraph(int ordinal) : pending_list(PendingList::for_device(ordinal)) {}
+  explicit DeviceGraph(LocalDevice device) : pending_list(PendingList::for_device(device)) {}
   // Detaches the tensors still listed: they may outlive the runtime.
   ~DeviceGraph() { pending_list.clear(); }
   DeviceGraph(const DeviceGraph&) = delete;

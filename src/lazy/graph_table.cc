@@ -26,9 +26,7 @@ void forget_table_in_forked_child() {
 
 GraphTable::GraphTable(runtime::Runtime& runtime) : runtime_(runtime) {
   graphs_.reserve(static_cast<size_t>(runtime.num_devices()));
-  for (int index = 0; index < runtime.num_devices(); ++index) {
-    graphs_.push_back(std::make_unique<DeviceGraph>(index));
-  }
+  for (const LocalDevice device : runtime.local_devices()) graphs_.push_back(std::make_unique<DeviceGraph>(device));
 }
 
 GraphTable& graphs() {

@@ -33,7 +33,7 @@ class GraphTable {
   runtime::Runtime& runtime() const { return runtime_; }
   // The runtime's generation, which every tensor traced here carries.
   uint64_t generation() const { return runtime_.generation(); }
-  DeviceGraph& graph(int index) { return *graphs_[index]; }
+  DeviceGraph& graph(LocalDevice device) { return *graphs_[device.slot()]; }
 
  private:
   runtime::Runtime& runtime_;

@@ -18,7 +18,7 @@ void check_index_dtype(std::string_view what, const Tensor& index) {
                    dtype_name(index.dtype()));
 }
 
-int common_device(std::string_view what, std::initializer_list<const Tensor*> inputs) {
+LocalDevice common_device(std::string_view what, std::initializer_list<const Tensor*> inputs) {
   return lazy::common_device(what, {inputs.begin(), inputs.size()});
 }
 

@@ -16,15 +16,15 @@ std::deque<PendingList>* const g_lists = new std::deque<PendingList>();  // guar
 
 }  // namespace
 
-PendingList& PendingList::for_device(int ordinal) {
+PendingList& PendingList::for_device(LocalDevice device) {
   static std::once_flag once;
   std::call_once(once, [] {
     pthread_atfork(&lock_all_for_fork, [] { unlock_all_after_fork(/*in_child=*/false); },
                    [] { unlock_all_after_fork(/*in_child=*/true); });
   });
   std::lock_guard<std::mutex> lock(g_lists_mu);
-  while (g_lists->size() <= static_cast<size_t>(ordinal)) g_lists->emplace_back();
-  return (*g_lists)[static_cast<size_t>(ordinal)];
+  while (g_lists->size() <= device.slot()) g_lists->emplace_back();
+  return (*g_lists)[device.slot()];
 }
 
 void PendingList::lock_all_for_fork() {

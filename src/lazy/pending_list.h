@@ -23,6 +23,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/device_numbers.h"
 #include "core/spin_lock.h"
 
 namespace ordo::lazy {
@@ -33,8 +34,8 @@ class TensorImpl;
 // for_device) and are locked by different threads.
 class alignas(64) PendingList {
  public:
-  // The list of device `ordinal`, created on first use and never freed.
-  static PendingList& for_device(int ordinal);
+  // The list of device, created on first use and never freed.
+  static PendingList& for_device(LocalDevice device);
 
   PendingList() = default;
   PendingList(const PendingList&) = delete;

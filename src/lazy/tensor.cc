@@ -18,18 +18,18 @@ Tensor::Tensor(std::shared_ptr<lazy::TensorImpl> impl) : impl_(std::move(impl)) 
 
 DType Tensor::dtype() const { return checked(impl_).dtype; }
 const Shape& Tensor::shape() const { return checked(impl_).shape; }
-int Tensor::device() const { return checked(impl_).device; }
+int Tensor::device() const { return checked(impl_).device.index(); }
 
 bool Tensor::is_pending() const {
   const Tensor* self = this;
-  const int device = lazy::common_device("is_pending", {&self, 1});
+  const LocalDevice device = lazy::common_device("is_pending", {&self, 1});
   std::lock_guard<std::mutex> lock(lazy::graphs().graph(device).mu);
   return impl_->is_pending();
 }
 
 void Tensor::assign(const Tensor& other) {
   const Tensor* both[] = {this, &other};
-  const int device = lazy::common_device("assign", both);
+  const LocalDevice device = lazy::common_device("assign", both);
   ORDO_DTYPE_CHECK(dtype() == other.dtype(), "assign: cannot rebind a ", dtype_name(dtype()),
                    " tensor to a ", dtype_name(other.dtype()), " value");
   ORDO_ARG_CHECK(shape() == other.shape(), "assign: cannot rebind a tensor of shape ",

@@ -5,7 +5,7 @@
 namespace ordo::lazy {
 
 TensorImpl::~TensorImpl() {
-  metrics::add(metrics::Counter::kDestroyTensor, device);
+  metrics::add(metrics::Counter::kDestroyTensor, device.index());
   if (PendingList* list = list_.load(std::memory_order_acquire)) list->remove(*this);
 }
 

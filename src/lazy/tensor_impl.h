@@ -12,6 +12,7 @@
 #include <atomic>
 #include <memory>
 
+#include "core/device_numbers.h"
 #include "core/metrics.h"
 #include "device/device_data.h"
 #include "ir/node.h"
@@ -23,9 +24,9 @@ class PendingList;
 
 class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
  public:
-  TensorImpl(DType dtype, Shape shape, int device, uint64_t generation)
+  TensorImpl(DType dtype, Shape shape, LocalDevice device, uint64_t generation)
       : dtype(dtype), shape(std::move(shape)), device(device), generation(generation) {
-    metrics::add(metrics::Counter::kCreateTensor, device);
+    metrics::add(metrics::Counter::kCreateTensor, device.index());
   }
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
@@ -33,7 +34,7 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
 
   const DType dtype;
   const Shape shape;
-  const int device;
+  const LocalDevice device;
   const uint64_t generation;  // of the runtime that made it
 
   ir::Value value;

@@ -12,7 +12,7 @@ namespace {
 
 // Tensors are made and dropped at the rate of ops, like the IR: their blocks
 // come from the same per-thread cache.
-std::shared_ptr<TensorImpl> make_tensor_impl(DType dtype, const Shape& shape, int device,
+std::shared_ptr<TensorImpl> make_tensor_impl(DType dtype, const Shape& shape, LocalDevice device,
                                              uint64_t generation) {
   return std::allocate_shared<TensorImpl>(SmallBlockAllocator<TensorImpl>{}, dtype, shape, device, generation);
 }
@@ -134,24 +134,25 @@ void set_grad_mode_enabled(bool enabled) { t_grad_mode = enabled; }
 uint64_t next_grad_sequence() { return g_grad_sequence.fetch_add(1, std::memory_order_relaxed); }
 
 ir::Value value_of(TensorImpl& tensor) {
-  if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data, tensor.device), 0};
+  if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data, tensor.device.index()), 0};
   return tensor.value;
 }
 
-int common_device(std::string_view what, std::span<const Tensor* const> inputs) {
+LocalDevice common_device(std::string_view what, std::span<const Tensor* const> inputs) {
   const uint64_t generation = graphs().generation();
-  int device = -1;
+  std::optional<LocalDevice> device;
   for (const Tensor* input : inputs) {
     ORDO_ARG_CHECK(input->defined(), what, ": an input tensor is undefined");
     const TensorImpl& impl = *input->impl();
     ORDO_ARG_CHECK(impl.generation == generation, what,
                    ": an input tensor belongs to a runtime that was shut down",
                    " (or to the parent's, in a forked process)");
-    ORDO_ARG_CHECK(device < 0 || impl.device == device, what, ": inputs are on devices ", device,
+    ORDO_ARG_CHECK(!device || impl.device == *device, what, ": inputs are on devices ", *device,
                    " and ", impl.device, "; every input must be on one device");
     device = impl.device;
   }
-  return device;
+  ORDO_ARG_CHECK(device.has_value(), what, ": no tensors given");
+  return *device;
 }
 
 Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTypes outputs,
@@ -163,7 +164,7 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
   const bool with_gradient = records_gradient(inputs, outputs);
   std::optional<ir::Attrs> recorded_attrs;
   if (with_gradient) recorded_attrs = attrs;
-  const int device = inputs.front()->impl()->device;
+  const LocalDevice device = inputs.front()->impl()->device;
   // Before the graph mutex: finding a Python caller's line runs Python.
   const SourceLocation* where = user_location();
   GraphTable& table = graphs();
@@ -191,13 +192,14 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
     if (with_gradient) record_gradient(op, *recorded_attrs, inputs, results);
     return results;
   }
+  const int node_device = device.index();  // IR nodes keep the plain index
   if (chain_token) {
     if (!graph.cc_token.node) {
-      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, device, where), 0};
+      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, node_device, where), 0};
     }
     operands.push_back(graph.cc_token);
   }
-  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), device, where);
+  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), node_device, where);
   const size_t count = node->outputs().size();
   for (uint32_t i = 0; i < count; ++i) {
     // The last output takes this function's reference over: reference
@@ -225,12 +227,12 @@ Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::Va
   return std::move(trace(op, span, std::move(outputs), std::move(attrs)).front());
 }
 
-Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs) {
+Tensor trace_leaf(ir::OpKind op, LocalDevice device, ir::ValueType output, ir::Attrs attrs) {
   check_output(op, output);
   GraphTable& table = graphs();
   DeviceGraph& graph = table.graph(device);
   auto impl = make_tensor_impl(output.dtype, output.shape, device, table.generation());
-  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device, user_location());
+  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device.index(), user_location());
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
   graph.register_pending(*impl);
@@ -245,7 +247,7 @@ Tensor alias_locked(const TensorImpl& from, DeviceGraph& graph) {
   return Tensor(std::move(impl));
 }
 
-Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device) {
+Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, LocalDevice device) {
   auto impl = make_tensor_impl(data->dtype(), data->shape(), device, graphs().generation());
   impl->data = std::move(data);
   return Tensor(std::move(impl));

@@ -20,7 +20,7 @@ ir::Value value_of(TensorImpl& tensor);
 
 // Checks that every input is defined, of the running runtime and on one
 // device; returns that device. `what` names the op in errors.
-int common_device(std::string_view what, std::span<const Tensor* const> inputs);
+LocalDevice common_device(std::string_view what, std::span<const Tensor* const> inputs);
 
 // The tensors an op returns. From the small-block allocator: most ops return one,
 // at the rate of ops.
@@ -42,7 +42,7 @@ Tensor trace1(ir::OpKind op, std::initializer_list<const Tensor*> inputs, ir::Va
 
 // Records an op without inputs (full, arange) on device (already resolved);
 // its shape is checked like trace's.
-Tensor trace_leaf(ir::OpKind op, int device, ir::ValueType output, ir::Attrs attrs);
+Tensor trace_leaf(ir::OpKind op, LocalDevice device, ir::ValueType output, ir::Attrs attrs);
 
 class DeviceGraph;
 
@@ -51,6 +51,6 @@ class DeviceGraph;
 Tensor alias_locked(const TensorImpl& from, DeviceGraph& graph);
 
 // A tensor holding existing device data.
-Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, int device);
+Tensor tensor_from_data(std::shared_ptr<device::DeviceData> data, LocalDevice device);
 
 }  // namespace ordo::lazy

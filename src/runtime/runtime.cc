@@ -51,9 +51,10 @@ Runtime::Runtime(comm::World world, uint64_t generation)
   // a pinned one.
   if (device::cpu_binding_enabled()) device::usable_cpu_count();
   device::set_host_devices(topology_.host_devices());
-  for (int index = 0; index < topology_.local_devices(); ++index) {
-    const int ordinal = topology_.global_ordinal(index);
-    devices_.push_back(std::make_unique<device::Device>(index, ordinal, topology_.host_ordinal(ordinal), *communicator_));
+  for (const LocalDevice local : LocalDevices(topology_.local_devices())) {
+    const GlobalOrdinal ordinal = topology_.global_ordinal(local);
+    const int host_ordinal = topology_.host_ordinal(ordinal);
+    devices_.push_back(std::make_unique<device::Device>(local, ordinal, host_ordinal, *communicator_));
   }
 }
 
@@ -63,16 +64,16 @@ Runtime::~Runtime() {
   // waiting for its timeout (minutes by default): each device is declared
   // gone once its worker has run its queue, and a peer still waiting for it
   // fails at once, naming it.
-  for (int index = 0; index < num_devices(); ++index) {
-    tell_after_queue(index, [ordinal = global_ordinal(index)](comm::Communicator& communicator) {
+  for (const LocalDevice local : local_devices()) {
+    tell_after_queue(local, [ordinal = ordinal_of(local)](comm::Communicator& communicator) {
       communicator.mark_device_shut_down(ordinal, "the runtime shut down before it ran this collective");
     });
   }
 }
 
-void Runtime::tell_after_queue(int index, std::function<void(comm::Communicator&)> news) noexcept {
+void Runtime::tell_after_queue(LocalDevice device, std::function<void(comm::Communicator&)> news) noexcept {
   try {
-    devices_[index]->worker().submit([&communicator = *communicator_, news = std::move(news)]() noexcept {
+    devices_[device.slot()]->worker().submit([&communicator = *communicator_, news = std::move(news)]() noexcept {
       try {
         news(communicator);
       } catch (...) {
@@ -82,10 +83,11 @@ void Runtime::tell_after_queue(int index, std::function<void(comm::Communicator&
   }
 }
 
-void Runtime::check_device(int index) const {
+LocalDevice Runtime::checked_device(int index) const {
   ORDO_ARG_CHECK(index >= 0 && index < num_devices(), "device ", index, " does not exist: this ",
                  topology_.process_count() == 1 ? "runtime" : "process", " has ", num_devices(), " devices, 0 to ",
                  num_devices() - 1);
+  return LocalDevice(index);
 }
 
 Runtime& get() {
@@ -128,18 +130,16 @@ void stop() {
 
 bool is_running() { return g_current.load(std::memory_order_acquire) != nullptr; }
 
-int thread_device() { return t_current_device; }
+LocalDevice thread_device() { return LocalDevice(t_current_device); }
 
-void set_thread_device(int device) { t_current_device = device; }
+void set_thread_device(LocalDevice device) { t_current_device = device.index(); }
 
-int resolve_device(int device) {
+LocalDevice resolve_device(int local_device) {
   Runtime& rt = get();
-  ORDO_ARG_CHECK(device >= kCurrentDevice, "device ", device, " does not exist: this runtime has ",
+  ORDO_ARG_CHECK(local_device >= kCurrentDevice, "device ", local_device, " does not exist: this runtime has ",
                  rt.num_devices(), " devices, 0 to ", rt.num_devices() - 1, " (", kCurrentDevice,
                  " is the calling thread's device)");
-  int ordinal = device == kCurrentDevice ? t_current_device : device;
-  rt.check_device(ordinal);
-  return ordinal;
+  return rt.checked_device(local_device == kCurrentDevice ? t_current_device : local_device);
 }
 
 }  // namespace ordo::runtime

@@ -17,6 +17,7 @@
 #include "comm/communicator.h"
 #include "comm/factory.h"
 #include "comm/topology.h"
+#include "core/device_numbers.h"
 #include "device/device.h"
 
 namespace ordo::runtime {
@@ -34,18 +35,20 @@ class Runtime {
   const comm::Topology& topology() const { return topology_; }
   // The devices of this process.
   int num_devices() const { return static_cast<int>(devices_.size()); }
+  LocalDevices local_devices() const { return LocalDevices(num_devices()); }
   uint64_t generation() const { return generation_; }
-  // Throws InvalidArgument for an index that is not one of this process's devices.
-  void check_device(int index) const;
-  device::Device& device(int index) { return *devices_[index]; }
-  // The global ordinal of this process's device `index`.
-  int global_ordinal(int index) const { return topology_.global_ordinal(index); }
+  // A device index from a caller (the public API's ints): the device, or
+  // InvalidArgument for an index that is not one of this process's devices.
+  LocalDevice checked_device(int index) const;
+  device::Device& device(LocalDevice device) { return *devices_[device.slot()]; }
+  // The one place a device's two numbers meet (comm/topology.h).
+  GlobalOrdinal ordinal_of(LocalDevice device) const { return topology_.global_ordinal(device); }
   comm::Communicator& communicator() { return *communicator_; }
-  // Gives the communicator news of device `index` on its worker, after
-  // what is queued there (what it queued, it will join). Never throws: out
-  // of memory, the news is lost and its peers wait for their timeout, as
+  // Gives the communicator news of device on its worker, after what is
+  // queued there (what it queued, it will join). Never throws: out of
+  // memory, the news is lost and its peers wait for their timeout, as
   // they would without it.
-  void tell_after_queue(int index, std::function<void(comm::Communicator&)> news) noexcept;
+  void tell_after_queue(LocalDevice device, std::function<void(comm::Communicator&)> news) noexcept;
 
  private:
   const comm::Topology topology_;
@@ -70,12 +73,13 @@ void stop();
 bool is_running();
 // The calling thread's current device (0 until set); set_thread_device
 // takes a device already checked.
-int thread_device();
-void set_thread_device(int device);
-// A device argument: kCurrentDevice means the calling thread's current
-// device; any other that does not exist is an InvalidArgument.
+LocalDevice thread_device();
+void set_thread_device(LocalDevice device);
+// A device argument of the public API (an index in this process):
+// kCurrentDevice means the calling thread's current device; any other
+// that does not exist is an InvalidArgument.
 inline constexpr int kCurrentDevice = -1;
-int resolve_device(int device);
+LocalDevice resolve_device(int local_device);
 
 // pthread_atfork handlers of the runtime, the buffer pool and the timeouts,
 // registered once, when the first runtime starts or earlier by a layer

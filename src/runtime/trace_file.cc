@@ -55,14 +55,14 @@ Gathered gather(const trace_events::Recording& recording, Runtime* rt) {
     return {{trace_json::process_events(recording, rows, recording.origin_ns)}, recording.origin_ns};
   }
   const comm::Topology& topology = rt->topology();
-  rows = {topology.process(), topology.process_count(), rt->global_ordinal(0), rt->num_devices()};
+  rows = {topology.process(), topology.process_count(), rt->ordinal_of(LocalDevice(0)).value(), rt->num_devices()};
   if (topology.process_count() == 1) {
     return {{trace_json::process_events(recording, rows, recording.origin_ns)}, recording.origin_ns};
   }
-  std::vector<int> leaders;
-  for (int p = 0; p < topology.process_count(); ++p) leaders.push_back(p * topology.local_devices());
+  std::vector<GlobalOrdinal> leaders;  // each process's first device
+  for (int p = 0; p < topology.process_count(); ++p) leaders.emplace_back(p * topology.local_devices());
   auto exchange = [&](const std::string& payload) {
-    return rt->communicator().exchange({rt->global_ordinal(0), kExchangeTag, leaders, payload});
+    return rt->communicator().exchange({rt->ordinal_of(LocalDevice(0)), kExchangeTag, leaders, payload});
   };
   int64_t origin = recording.origin_ns;
   for (const std::string& other : exchange(std::to_string(recording.origin_ns))) {
@@ -81,7 +81,7 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 void drain_devices(Runtime& rt) {
-  for (int index = 0; index < rt.num_devices(); ++index) rt.device(index).worker().drain();
+  for (const LocalDevice device : rt.local_devices()) rt.device(device).worker().drain();
 }
 
 // Caller holds g_trace_mu and a trace is on.

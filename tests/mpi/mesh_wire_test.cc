@@ -30,10 +30,11 @@ std::vector<MeshFrame> read_all(const std::string& stream, size_t piece) {
 }
 
 TEST(MeshFrames, ReadBackInOrderHoweverTheStreamIsCut) {
+  using Kind = DeviceNews::Kind;
   const std::string stream = encode_frame(MeshFrame::hello(3, 0x0123456789abcdefULL)) +
-                             encode_frame(MeshFrame::device_news({DeviceNews::Kind::kFailed, 7, "raised: boom"})) +
-                             encode_frame(MeshFrame::device_news({DeviceNews::Kind::kAbsent, 0, "returned"})) +
-                             encode_frame(MeshFrame::device_news({DeviceNews::Kind::kPresent, 1 << 20, ""})) +
+                             encode_frame(MeshFrame::device_news({Kind::kFailed, GlobalOrdinal(7), "raised: boom"})) +
+                             encode_frame(MeshFrame::device_news({Kind::kAbsent, GlobalOrdinal(0), "returned"})) +
+                             encode_frame(MeshFrame::device_news({Kind::kPresent, GlobalOrdinal(1 << 20), ""})) +
                              encode_frame(MeshFrame::last_words("raised RuntimeError: boom")) +
                              encode_frame(MeshFrame::goodbye());
   for (size_t piece : {size_t{1}, size_t{3}, size_t{7}, stream.size()}) {
@@ -44,12 +45,12 @@ TEST(MeshFrames, ReadBackInOrderHoweverTheStreamIsCut) {
     EXPECT_EQ(frames[0].nonce, 0x0123456789abcdefULL);
     EXPECT_EQ(frames[1].kind, FrameKind::kDeviceNews);
     EXPECT_EQ(frames[1].news.kind, DeviceNews::Kind::kFailed);
-    EXPECT_EQ(frames[1].news.device, 7);
+    EXPECT_EQ(frames[1].news.device, GlobalOrdinal(7));
     EXPECT_EQ(frames[1].news.reason, "raised: boom");
     EXPECT_EQ(frames[2].news.kind, DeviceNews::Kind::kAbsent);
-    EXPECT_EQ(frames[2].news.device, 0);
+    EXPECT_EQ(frames[2].news.device, GlobalOrdinal(0));
     EXPECT_EQ(frames[3].news.kind, DeviceNews::Kind::kPresent);
-    EXPECT_EQ(frames[3].news.device, 1 << 20);
+    EXPECT_EQ(frames[3].news.device, GlobalOrdinal(1 << 20));
     EXPECT_EQ(frames[3].news.reason, "");
     EXPECT_EQ(frames[4].kind, FrameKind::kLastWords);
     EXPECT_EQ(frames[4].words, "raised RuntimeError: boom");
@@ -60,9 +61,9 @@ TEST(MeshFrames, ReadBackInOrderHoweverTheStreamIsCut) {
 TEST(MeshFrames, AReasonOverTheLimitIsCutNotRefused) {
   const std::string reason(kMaxFrameBody + 10, 'r');
   const std::vector<MeshFrame> frames =
-      read_all(encode_frame(MeshFrame::device_news({DeviceNews::Kind::kFailed, 2, reason})), 4096);
+      read_all(encode_frame(MeshFrame::device_news({DeviceNews::Kind::kFailed, GlobalOrdinal(2), reason})), 4096);
   ASSERT_EQ(frames.size(), 1u);
-  EXPECT_EQ(frames[0].news.device, 2);
+  EXPECT_EQ(frames[0].news.device, GlobalOrdinal(2));
   EXPECT_EQ(frames[0].news.reason, reason.substr(0, kMaxFrameBody - 5));
 }
 

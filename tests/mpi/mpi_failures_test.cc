@@ -43,7 +43,7 @@ Outcome on_local_devices(const std::function<void(int)>& body) {
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < t.local_devices(); ++i) {
-    const int d = t.global_ordinal(i);
+    const int d = t.global_ordinal(LocalDevice(i)).value();
     threads.emplace_back([&, d] {
       try {
         body(d);
@@ -63,12 +63,12 @@ void all_reduce(int device, const ir::CollectiveAttrs& attrs, int64_t n = 64) {
   auto out = device::allocate_buffer(DType::kFloat32, {n});
   const device::Buffer* ins[] = {in.get()};
   const device::Buffer* outs[] = {out.get()};
-  mpi().run({ir::OpKind::kAllReduce, attrs, device, ins, outs});
+  mpi().run({ir::OpKind::kAllReduce, attrs, GlobalOrdinal(device), ins, outs});
 }
 
 // Every device of every process meets here before the next case.
 void barrier() {
-  on_local_devices([](int d) { mpi().exchange({d, "barrier", {}, ""}); });
+  on_local_devices([](int d) { mpi().exchange({GlobalOrdinal(d), "barrier", {}, ""}); });
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -97,13 +97,13 @@ TEST_F(MpiFailures, AnAbandonedCollectiveFailsItsPeersOnEveryProcess) {
   const int quitter = last();
   const Outcome out = on_local_devices([&](int d) {
     if (d == quitter) {
-      mpi().abandon(ir::OpKind::kAllReduce, {}, d, "its graph failed: test");
+      mpi().abandon(ir::OpKind::kAllReduce, {}, GlobalOrdinal(d), "its graph failed: test");
     } else {
       all_reduce(d, {});
     }
   });
   for (int i = 0; i < world().topology().local_devices(); ++i) {
-    const int d = world().topology().global_ordinal(i);
+    const int d = world().topology().global_ordinal(LocalDevice(i)).value();
     if (d == quitter) continue;
     const std::string& e = out.errors[static_cast<size_t>(d)];
     EXPECT_TRUE(contains(e, str_cat("device ", quitter, " will not join all_reduce")) && contains(e, "test")) << e;
@@ -128,14 +128,14 @@ TEST_F(MpiFailures, ADeviceThatNeverComesTimesOutNamingItAndItsProcess) {
     }
   });
   for (int i = 0; i < world().topology().local_devices(); ++i) {
-    const int d = world().topology().global_ordinal(i);
+    const int d = world().topology().global_ordinal(LocalDevice(i)).value();
     if (d == missing) continue;
     const std::string& e = out.errors[static_cast<size_t>(d)];
     EXPECT_EQ(out.codes[static_cast<size_t>(d)], ErrorCode::kCollectiveTimeout) << e;
     EXPECT_TRUE(contains(e, str_cat(missing, " (")) && contains(e, "process ")) << e;
   }
   EXPECT_LT(out.seconds, 10.0);
-  if (world().topology().is_local(missing)) {
+  if (world().topology().is_local(GlobalOrdinal(missing))) {
     EXPECT_FALSE(late.empty()) << "the late device's collective succeeded where its peers' failed";
   }
 }
@@ -156,7 +156,7 @@ TEST_F(MpiFailures, OtherReplicaGroupsOnAnotherProcessAreAMismatchNotAHang) {
   }
   const Outcome out = on_local_devices([&](int d) { all_reduce(d, d == last() ? split : everyone); });
   for (int i = 0; i < world().topology().local_devices(); ++i) {
-    const int d = world().topology().global_ordinal(i);
+    const int d = world().topology().global_ordinal(LocalDevice(i)).value();
     if (d == last()) continue;  // its own group may complete, or time out waiting in this process
     const std::string& e = out.errors[static_cast<size_t>(d)];
     EXPECT_EQ(out.codes[static_cast<size_t>(d)], ErrorCode::kCollectiveMismatch) << "device " << d << ": " << e;
@@ -167,10 +167,10 @@ TEST_F(MpiFailures, OtherReplicaGroupsOnAnotherProcessAreAMismatchNotAHang) {
 
 TEST_F(MpiFailures, AMismatchedRendezvousFailsBothSides) {
   const Outcome out = on_local_devices([&](int d) {
-    mpi().exchange({d, d == last() ? "other" : "step", {}, "x"});
+    mpi().exchange({GlobalOrdinal(d), d == last() ? "other" : "step", {}, "x"});
   });
   for (int i = 0; i < world().topology().local_devices(); ++i) {
-    const int d = world().topology().global_ordinal(i);
+    const int d = world().topology().global_ordinal(LocalDevice(i)).value();
     const std::string& e = out.errors[static_cast<size_t>(d)];
     EXPECT_FALSE(e.empty()) << "device " << d;
   }

@@ -71,7 +71,7 @@ class MpiLargePayload : public ::testing::Test {
 
   int me() const { return world_->rank(); }
   std::vector<std::string> exchange(const std::string& tag, const std::string& payload) {
-    return communicator_->exchange({me(), tag, {}, payload});
+    return communicator_->exchange({GlobalOrdinal(me()), tag, {}, payload});
   }
 
   const MpiWorld* world_ = nullptr;

@@ -72,7 +72,7 @@ Result run(Communicator& comm, const Case& c, const std::vector<int>& devices,
       }
       const ir::CollectiveAttrs attrs = attrs_of(d);
       try {
-        comm.run({c.op, attrs, d, in, out});
+        comm.run({c.op, attrs, GlobalOrdinal(d), in, out});
       } catch (const Error& e) {
         result.errors[static_cast<size_t>(d)] = e.what();
       }
@@ -84,7 +84,9 @@ Result run(Communicator& comm, const Case& c, const std::vector<int>& devices,
 
 std::vector<int> local_devices() {
   std::vector<int> out;
-  for (int i = 0; i < world().topology().local_devices(); ++i) out.push_back(world().topology().global_ordinal(i));
+  for (int i = 0; i < world().topology().local_devices(); ++i) {
+    out.push_back(world().topology().global_ordinal(LocalDevice(i)).value());
+  }
   return out;
 }
 
@@ -213,7 +215,8 @@ TEST(MpiMatchesInProcess, Exchange) {
       threads.emplace_back([&, d] {
         for (int round = 0; round < 3; ++round) {
           const std::string payload(static_cast<size_t>(d * 1000 + round), static_cast<char>('a' + d % 26));
-          got[static_cast<size_t>(d)] = mpi().exchange({d, "step", participants, payload});
+          const std::vector<GlobalOrdinal> ordinals(participants.begin(), participants.end());
+          got[static_cast<size_t>(d)] = mpi().exchange({GlobalOrdinal(d), "step", ordinals, payload});
           std::vector<int> expected_from = participants;
           if (expected_from.empty()) {
             expected_from.resize(static_cast<size_t>(w));

@@ -65,18 +65,18 @@ TEST(MpiWorld, EveryProcessSeesTheJobAsMpirunStartedIt) {
   EXPECT_EQ(t.host_devices(), per_host * devices);
   for (int index = 0; index < devices; ++index) {
     const int ordinal = rank * devices + index;
-    EXPECT_EQ(t.global_ordinal(index), ordinal);
-    EXPECT_EQ(t.index_of(ordinal), index);
-    EXPECT_EQ(t.host_ordinal(ordinal), local_rank * devices + index);
+    EXPECT_EQ(t.global_ordinal(LocalDevice(index)), GlobalOrdinal(ordinal));
+    EXPECT_EQ(t.local_device(GlobalOrdinal(ordinal)), LocalDevice(index));
+    EXPECT_EQ(t.host_ordinal(GlobalOrdinal(ordinal)), local_rank * devices + index);
   }
   for (int ordinal = 0; ordinal < t.world_size(); ++ordinal) {
-    const DevicePlace& place = t.place(ordinal);
-    EXPECT_EQ(place.ordinal, ordinal);
+    const DevicePlace& place = t.place(GlobalOrdinal(ordinal));
+    EXPECT_EQ(place.ordinal, GlobalOrdinal(ordinal));
     EXPECT_EQ(place.process, ordinal / devices);
-    EXPECT_EQ(place.index, ordinal % devices);
+    EXPECT_EQ(place.local, LocalDevice(ordinal % devices));
     EXPECT_EQ(place.host, place.process / per_host);
-    EXPECT_EQ(t.host_ordinal(ordinal), ordinal % (per_host * devices));
-    EXPECT_EQ(t.is_local(ordinal), ordinal / devices == rank) << ordinal;
+    EXPECT_EQ(t.host_ordinal(GlobalOrdinal(ordinal)), ordinal % (per_host * devices));
+    EXPECT_EQ(t.is_local(GlobalOrdinal(ordinal)), ordinal / devices == rank) << ordinal;
   }
   std::ostringstream expected;
   if (processes == 1) {

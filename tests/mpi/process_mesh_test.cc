@@ -78,9 +78,10 @@ bool is_victim() { return world().rank() == world().size() - 1; }
 void barrier() { ASSERT_EQ(MPI_Barrier(world().comm()), MPI_SUCCESS); }
 
 std::vector<DeviceNews> news_of(int process) {
-  return {{DeviceNews::Kind::kFailed, process, "device " + std::to_string(process) + " raised: boom"},
-          {DeviceNews::Kind::kAbsent, process, "its spawn thread returned"},
-          {DeviceNews::Kind::kPresent, process, ""}};
+  const GlobalOrdinal device(process);  // the process's first, when it has one device
+  return {{DeviceNews::Kind::kFailed, device, "device " + std::to_string(process) + " raised: boom"},
+          {DeviceNews::Kind::kAbsent, device, "its spawn thread returned"},
+          {DeviceNews::Kind::kPresent, device, ""}};
 }
 
 TEST(ProcessMesh, EveryProcessHearsEveryOthersNewsInOrder) {
@@ -95,7 +96,7 @@ TEST(ProcessMesh, EveryProcessHearsEveryOthersNewsInOrder) {
   for (int sender = 0; sender < world().size(); ++sender) {
     std::vector<DeviceNews> from;
     for (const DeviceNews& n : heard.news) {
-      if (n.device == sender) from.push_back(n);
+      if (n.device == GlobalOrdinal(sender)) from.push_back(n);
     }
     const std::vector<DeviceNews> sent = sender == world().rank() ? std::vector<DeviceNews>{} : news_of(sender);
     ASSERT_EQ(from.size(), sent.size()) << "from process " << sender;
@@ -111,7 +112,7 @@ TEST(ProcessMesh, EveryProcessHearsEveryOthersNewsInOrder) {
 TEST(ProcessMesh, NewsThatCameWhileNobodyListenedReachTheNextHandler) {
   mesh().set_handlers({});
   barrier();
-  if (world().rank() == 0) mesh().announce({DeviceNews::Kind::kAbsent, 0, "early"});
+  if (world().rank() == 0) mesh().announce({DeviceNews::Kind::kAbsent, GlobalOrdinal(0), "early"});
   barrier();
   if (world().rank() == 0) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the mesh thread read it
@@ -290,7 +291,7 @@ TEST(ProcessMeshSigterm, AfterAPeersDeviceFailedItNamesIt) {
   Heard heard;
   barrier();
   if (world().rank() == 1) {
-    mesh().announce({DeviceNews::Kind::kFailed, 1, "device 1 raised RuntimeError: boom"});
+    mesh().announce({DeviceNews::Kind::kFailed, GlobalOrdinal(1), "device 1 raised RuntimeError: boom"});
     ASSERT_TRUE(heard.wait([&] { return !heard.deaths.empty(); }, std::chrono::seconds(10)));
     std::printf("ordo-mesh-test PASS: process 1 heard process 0 end\n");
     std::fflush(stdout);

@@ -52,3 +52,31 @@ def test_no_backend_includes_another_and_the_protocol_no_backend():
                 if target not in (folder.name, COMM_PROTOCOL) or (folder.name == COMM_PROTOCOL and target != COMM_PROTOCOL):
                     crossing.append(f"{path.relative_to(SRC)} includes comm/{target}/")
     assert crossing == []
+
+
+# The layers under the lazy tensors know no Tensor: what they share with the
+# public API (the collectives' types, dtypes, errors) is in headers that do
+# not declare it (ordo/collective_types.h beside ordo/collectives.h).
+BELOW_TENSORS = ["core", "device", "ir", "comm", "kernels", "runtime"]
+PUBLIC_INCLUDE = re.compile(r'^\s*#\s*include\s+"ordo/([a-z_]+\.h)"', re.MULTILINE)
+PUBLIC = SRC.parent / "include" / "ordo"
+
+
+def declares_tensor(header, seen=None):
+    seen = set() if seen is None else seen
+    if header == "tensor.h":
+        return True
+    if header in seen:
+        return False
+    seen.add(header)
+    return any(declares_tensor(h, seen) for h in PUBLIC_INCLUDE.findall((PUBLIC / header).read_text()))
+
+
+def test_the_layers_below_the_tensors_include_no_tensor():
+    found = []
+    for layer in BELOW_TENSORS:
+        for path in sorted((SRC / layer).rglob("*")):
+            if path.suffix in (".h", ".cc", ".def"):
+                found += [f"{path.relative_to(SRC)} includes ordo/{h}"
+                          for h in PUBLIC_INCLUDE.findall(path.read_text()) if declares_tensor(h)]
+    assert found == []

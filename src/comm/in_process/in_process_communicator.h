@@ -28,16 +28,16 @@ class InProcessCommunicator : public Communicator {
 
   int world_size() const override { return world_size_; }
   void run(const CollectiveCall& call) override { groups_.run(call); }
-  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
+  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                const std::string& reason) override {
     groups_.abandon(op, attrs, device, reason);
   }
-  void mark_device_failed(int device, const std::string& reason) override;
-  uint64_t absence_epoch(int device) override { return status_.absence_epoch(device); }
-  void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
-  void clear_device_absent(int device) override { status_.clear_absent(device); }
-  uint64_t interrupt(int device, const std::string& reason) override;
-  void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
+  void mark_device_failed(GlobalOrdinal device, const std::string& reason) override;
+  uint64_t absence_epoch(GlobalOrdinal device) override { return status_.absence_epoch(device); }
+  void mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) override;
+  void clear_device_absent(GlobalOrdinal device) override { status_.clear_absent(device); }
+  uint64_t interrupt(GlobalOrdinal device, const std::string& reason) override;
+  void end_interrupt(GlobalOrdinal device, uint64_t id) override { status_.end_interrupt(device, id); }
   bool out_of_step() override;
   std::optional<std::string> start_afresh(const std::function<void()>& prepare) override;
   std::vector<std::string> exchange(const ExchangeCall& call) override { return exchange_.exchange(call); }

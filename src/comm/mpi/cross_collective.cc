@@ -61,7 +61,7 @@ class CrossCollective::Watch {
       for (size_t p = 0; p < plan.processes.size(); ++p) {
         if (p == plan.me || heard[p]) continue;
         for (size_t rank : plan.ranks_of[p]) {
-          const int device = plan.group[rank];
+          const GlobalOrdinal device(plan.group[rank]);
           std::optional<std::string> reason = peers.status.gone_reason(device);
           if (!reason) continue;
           // What a peer sent before it went may still be on its way (a
@@ -75,7 +75,7 @@ class CrossCollective::Watch {
     if (interruptible_) {
       if (peers.status.any_interrupted()) {
         for (size_t rank : plan.local_ranks) {
-          const int device = plan.group[rank];
+          const GlobalOrdinal device(plan.group[rank]);
           if (std::optional<std::string> reason = peers.status.interrupt_reason(device)) {
             return interrupted_failure(where(), device, reason, missing(heard));
           }
@@ -110,7 +110,8 @@ class CrossCollective::Watch {
       for (size_t p = 0; p < plan.processes.size(); ++p) {
         if (p == plan.me || heard[p]) continue;
         for (size_t rank : plan.ranks_of[p]) {
-          questions_.emplace_back(plan.group[rank], board.ask(plan.group[rank], at_.number));
+          const GlobalOrdinal device(plan.group[rank]);
+          questions_.emplace_back(device, board.ask(device, at_.number));
         }
       }
     }
@@ -125,7 +126,7 @@ class CrossCollective::Watch {
     return std::nullopt;
   }
 
-  int leader_device() const { return owner_.plan_.group[owner_.plan_.local_ranks[0]]; }
+  GlobalOrdinal leader_device() const { return GlobalOrdinal(owner_.plan_.group[owner_.plan_.local_ranks[0]]); }
   std::string where() const { return describe_at(like_, at_.sequence, owner_.plan_.group); }
   // "3 (is waiting in all_reduce #2 on group [2, 3], its collective #2) on
   // process 1 (host vm, pid 42)": what its process last said it does.
@@ -135,7 +136,7 @@ class CrossCollective::Watch {
     for (size_t p = 0; p < plan.processes.size(); ++p) {
       if (p == plan.me || heard[p]) continue;
       for (size_t rank : plan.ranks_of[p]) {
-        const int device = plan.group[rank];
+        const GlobalOrdinal device(plan.group[rank]);
         std::string what = waiting_for_;
         for (const auto& [asked, question] : questions_) {
           if (asked != device) continue;
@@ -160,7 +161,7 @@ class CrossCollective::Watch {
   GoneGrace gone_grace_;  // from when an awaited member was first seen gone
   Clock::time_point started_;
   Clock::time_point next_question_;
-  std::vector<std::pair<int, uint64_t>> questions_;  // (device, question) asked of its process
+  std::vector<std::pair<GlobalOrdinal, uint64_t>> questions_;  // (device, question) asked of its process
   Clock::time_point next_interrupt_poll_;
 };
 
@@ -185,9 +186,9 @@ CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
   }
 }
 
-std::string CrossCollective::who(int device) const { return str_cat("device ", device, on(device)); }
+std::string CrossCollective::who(GlobalOrdinal device) const { return str_cat("device ", device, on(device)); }
 
-std::string CrossCollective::on(int device) const {
+std::string CrossCollective::on(GlobalOrdinal device) const {
   return str_cat(" on ", peers_.world.describe_process(peers_.world.topology().place(device).process));
 }
 
@@ -250,7 +251,8 @@ std::optional<device::Failure> CrossCollective::receive_headers(const Collective
           return device::Failure{
               ErrorCode::kCollectiveMismatch,
               str_cat("collective mismatch on group ", plan_.text, ": ", peers_.world.describe_process(process),
-                      " is at its collective #", m.sequence, " of the group while ", who(plan_.group[plan_.local_ranks[0]]),
+                      " is at its collective #", m.sequence, " of the group while ",
+                      who(GlobalOrdinal(plan_.group[plan_.local_ranks[0]])),
                       " is at #", sequence, " (", describe(like), "): the group's collectives are out of step")};
         }
         raw_[p] = *bytes;
@@ -284,12 +286,12 @@ void CrossCollective::record_timing(const CollectiveAt& at) const {
   // The last arrival, by the system clocks of the hosts (which need not
   // agree), measured from the local group's: never before it, and the
   // caller keeps it before the collective's end.
-  int last_device = at.arrived.device;
+  GlobalOrdinal last_device = at.arrived.device;
   int64_t last_wall_ns = at.arrived.wall_ns;
   for (size_t p = 0; p < their_headers_.size(); ++p) {
     if (p == plan_.me || their_headers_[p].last_arrival_wall_ns <= last_wall_ns) continue;
     last_wall_ns = their_headers_[p].last_arrival_wall_ns;
-    last_device = their_headers_[p].last_device;
+    last_device = GlobalOrdinal(their_headers_[p].last_device);
   }
   const int64_t all_arrived_ns = at.arrived.steady_ns + (last_wall_ns - at.arrived.wall_ns);
   for (const CollectiveCall* call : calls) {
@@ -331,9 +333,10 @@ device::Failure CrossCollective::mismatch(const CollectiveAt& at, size_t rank, c
       backoff.pause();
     }
   }
-  return {ErrorCode::kCollectiveMismatch,
-          mismatch_message(sequence, plan_.group, str_cat("device ", plan_.group[0]), texts[0] + on(plan_.group[0]),
-                           str_cat("device ", plan_.group[rank]), texts[rank] + on(plan_.group[rank]))};
+  const GlobalOrdinal first(plan_.group[0]), other(plan_.group[rank]);
+  return {ErrorCode::kCollectiveMismatch, mismatch_message(sequence, plan_.group, str_cat("device ", first),
+                                                           texts[0] + on(first), str_cat("device ", other),
+                                                           texts[rank] + on(other))};
 }
 
 CrossCollective::HeaderLayout CrossCollective::send_header(const CollectiveAt& at, const CollectiveCall& like) {
@@ -347,7 +350,7 @@ CrossCollective::HeaderLayout CrossCollective::send_header(const CollectiveAt& a
   layout.eager = like.op == ir::OpKind::kAllReduce && staged_bytes(like) <= kEagerBytes;
   layout.slot = layout.eager ? aligned_to_line(staged_bytes(like)) : 0;
   encode_message({MessageKind::kHeader, at.sequence, peers_.world.rank(), entries_, ErrorCode::kExecution, {},
-                  at.arrived.device, at.arrived.wall_ns},
+                  at.arrived.device.value(), at.arrived.wall_ns},
                  layout.slot * calls.size(), mine_);
   layout.payload = mine_.size() - layout.slot * calls.size();
   if (layout.eager) {

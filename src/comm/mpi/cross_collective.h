@@ -78,9 +78,9 @@ class CrossCollective {
   void tell_failure(int64_t sequence, const device::Failure& failure);
 
   // "device 2 on process 1 (host vm, pid 42)"
-  std::string who(int device) const;
+  std::string who(GlobalOrdinal device) const;
   // " on process 1 (host vm, pid 42)"
-  std::string on(int device) const;
+  std::string on(GlobalOrdinal device) const;
 
  private:
   // Where a small all_reduce's inputs sit in a header: `slot` bytes a

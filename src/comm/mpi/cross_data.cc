@@ -60,7 +60,7 @@ class CallsByRank {
                                   std::shared_ptr<std::byte>(std::shared_ptr<std::byte>(), data)});
       }
       for (const device::Buffer& buffer : buffers_[rank]) pointers_[rank].push_back(&buffer);
-      stand_ins_.push_back({like.op, like.attrs, plan.group[rank], pointers_[rank], {}});
+      stand_ins_.push_back({like.op, like.attrs, GlobalOrdinal(plan.group[rank]), pointers_[rank], {}});
       by_rank_[rank] = &stand_ins_.back();
     }
   }

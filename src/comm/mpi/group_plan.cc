@@ -11,7 +11,7 @@ namespace ordo::comm {
 GroupPlan::GroupPlan(std::vector<int> members, const Topology& topology, int tag_upper_bound)
     : group(std::move(members)), text(describe_group(group)) {
   for (size_t rank = 0; rank < group.size(); ++rank) {
-    const int process = topology.place(group[rank]).process;
+    const int process = topology.place(GlobalOrdinal(group[rank])).process;
     auto it = std::find(processes.begin(), processes.end(), process);
     if (it == processes.end()) {
       processes.push_back(process);

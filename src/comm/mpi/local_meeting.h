@@ -58,7 +58,7 @@ class LocalMeeting {
   // When the last local member came, and which (its clocks: steady for
   // this process, the system's for other hosts), for the leader.
   struct LastArrival {
-    int device = -1;
+    GlobalOrdinal device{-1};
     int64_t steady_ns = 0;
     int64_t wall_ns = 0;
   };

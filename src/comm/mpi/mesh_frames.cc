@@ -65,7 +65,7 @@ std::string encode_frame(const MeshFrame& frame) {
       break;
     case FrameKind::kDeviceNews:
       put(body, static_cast<uint8_t>(frame.news.kind));
-      put(body, static_cast<int32_t>(frame.news.device));
+      put(body, static_cast<int32_t>(frame.news.device.value()));
       body += capped(frame.news.reason, kMaxFrameBody - body.size());
       break;
   }
@@ -106,7 +106,7 @@ MeshFrame FrameReader::decode_body(FrameKind kind, std::string_view body) const 
       const int32_t device = get<int32_t>(body, 1);
       if (device < 0) malformed(str_cat("device news about device ", device));
       return MeshFrame::device_news(
-          {static_cast<DeviceNews::Kind>(news_kind), device, std::string(body.substr(kFixed))});
+          {static_cast<DeviceNews::Kind>(news_kind), GlobalOrdinal(device), std::string(body.substr(kFixed))});
     }
   }
   malformed(str_cat("a frame of unknown kind ", static_cast<int>(kind)));

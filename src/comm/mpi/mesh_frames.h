@@ -21,13 +21,15 @@
 #include <string>
 #include <string_view>
 
+#include "core/device_numbers.h"
+
 namespace ordo::comm {
 
 // News about one device, sent to every other process (in order per sender).
 struct DeviceNews {
   enum class Kind : uint8_t { kFailed, kAbsent, kPresent };  // gone for good / absent until present again / present again
   Kind kind = Kind::kFailed;
-  int device = 0;      // global ordinal
+  GlobalOrdinal device{0};
   std::string reason;  // for kFailed and kAbsent
 };
 

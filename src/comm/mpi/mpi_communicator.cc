@@ -56,7 +56,7 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world, size_t piece_bytes)
   const auto process_ended = [this](Gone how) {
     return [this, how](int process, const std::string& reason) {
       const int devices = world_.topology().local_devices();
-      for (int index = 0; index < devices; ++index) hear(process * devices + index, reason, how);
+      for (int index = 0; index < devices; ++index) hear(GlobalOrdinal(process * devices + index), reason, how);
     };
   };
   mesh_.set_handlers({process_ended(Gone::kFailed), process_ended(Gone::kFinished), [this](const DeviceNews& news) {
@@ -95,8 +95,8 @@ void MpiCommunicator::flush_sends() {
   link_.flush_owned(kNewsAfterSends);
 }
 
-void MpiCommunicator::hear(int device, const std::string& reason, Gone how) {
-  if (device < 0 || device >= world_size() || world_.topology().is_local(device)) return;
+void MpiCommunicator::hear(GlobalOrdinal device, const std::string& reason, Gone how) {
+  if (device.value() < 0 || device.value() >= world_size() || world_.topology().is_local(device)) return;
   if (how == Gone::kAbsent) {
     status_.mark_absent(device, reason, status_.absence_epoch(device));
   } else {
@@ -131,26 +131,26 @@ std::optional<std::string> MpiCommunicator::start_afresh(const std::function<voi
                  "shutdown: ", why.value_or("nothing"));
 }
 
-MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, int device) {
+MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, GlobalOrdinal device) {
   ReplicaGroups canonical = ir::canonical_partition(groups, world_size());
   if (canonical.empty()) {
     canonical.emplace_back(static_cast<size_t>(world_size()));
     std::iota(canonical[0].begin(), canonical[0].end(), 0);
   }
   for (const std::vector<int>& group : canonical) {
-    if (std::find(group.begin(), group.end(), device) == group.end()) continue;
+    if (std::find(group.begin(), group.end(), device.value()) == group.end()) continue;
     const Topology& topology = world_.topology();
     std::lock_guard<std::mutex> lock(meetings_mu_);
     const std::string* partition = keep_locked(describe_groups(canonical));
     const std::string* group_text = keep_locked(describe_group(group));
-    if (std::all_of(group.begin(), group.end(), [&](int d) { return topology.is_local(d); })) {
+    if (std::all_of(group.begin(), group.end(), [&](int d) { return topology.is_local(GlobalOrdinal(d)); })) {
       return {nullptr, 0, partition, group_text};
     }
     std::unique_ptr<CrossGroup>& cross = meetings_[group];
     if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, tag_upper_bound(comm_)), peers_);
     const GroupPlan& plan = cross->meeting.plan();
     size_t index = 0;
-    while (plan.group[plan.local_ranks[index]] != device) ++index;
+    while (plan.group[plan.local_ranks[index]] != device.value()) ++index;
     return {cross.get(), index, partition, group_text};
   }
   ORDO_UNREACHABLE(": device ", device, " is in no replica group");
@@ -162,10 +162,10 @@ const std::string* MpiCommunicator::keep_locked(std::string text) {
   return kept.get();
 }
 
-MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& attrs, int device) {
-  const std::optional<int> index = world_.topology().index_of(device);
-  ORDO_CHECK(index.has_value());
-  DeviceRoutes& routes = routes_[static_cast<size_t>(*index)];
+MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device) {
+  const std::optional<LocalDevice> local = world_.topology().local_device(device);
+  ORDO_CHECK(local.has_value());
+  DeviceRoutes& routes = routes_[local->slot()];
   if (attrs.groups.empty()) {
     if (!routes.world) routes.world = open_route({}, device);
     return *routes.world;
@@ -179,8 +179,8 @@ MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& at
 
 class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
  public:
-  MemberChecks(MpiCommunicator& comm, CrossGroup& group, const CollectiveCall* call, int device, ir::OpKind op,
-               int64_t number, const std::string& partition)
+  MemberChecks(MpiCommunicator& comm, CrossGroup& group, const CollectiveCall* call, GlobalOrdinal device,
+               ir::OpKind op, int64_t number, const std::string& partition)
       : comm_(comm), group_(group), call_(call), device_(device), op_(op), number_(number), partition_(partition) {}
 
   std::optional<device::Failure> check(const std::vector<int>& missing, int64_t sequence) override {
@@ -189,13 +189,15 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
     const std::string where = call_ != nullptr ? describe_at(*call_, sequence, plan.group)
                                                : str_cat(ir::op_name(op_), " #", sequence, " on group ", plan.text);
     ShortList absent_list;
-    for (int d : missing) {
+    for (const int member : missing) {
+      const GlobalOrdinal d(member);
       absent_list.add(str_cat(d, " (", comm_.board_.seen(d, number_).doing(number_, plan.text, sequence), ") on ",
                               comm_.world_.describe_process(comm_.world_.topology().process())));
     }
     const std::string absent = absent_list.text();
     // A local member that ran this collective's number elsewhere never comes.
-    for (int d : missing) {
+    for (const int member : missing) {
+      const GlobalOrdinal d(member);
       const ProgressBoard::Seen seen = comm_.board_.seen(d, number_);
       if (seen.state != ProgressBoard::Seen::State::kAt || seen.partition == partition_) continue;
       return device::Failure{ErrorCode::kCollectiveMismatch,
@@ -203,7 +205,8 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
                                                         seen.partition)};
     }
     if (comm_.status_.any_gone()) {
-      for (int d : missing) {
+      for (const int member : missing) {
+        const GlobalOrdinal d(member);
         if (std::optional<std::string> reason = comm_.status_.gone_reason(d)) {
           return gone_failure(where, d, *reason, "before it arrived");
         }
@@ -232,7 +235,7 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
   MpiCommunicator& comm_;
   CrossGroup& group_;
   const CollectiveCall* const call_;  // null for an abandon
-  const int device_;
+  const GlobalOrdinal device_;
   const ir::OpKind op_;
   const int64_t number_;
   const std::string& partition_;
@@ -244,14 +247,14 @@ namespace {
 // Tells the board a device left its collective, however it leaves.
 class Finished {
  public:
-  Finished(ProgressBoard& board, int device) : board_(board), device_(device) {}
+  Finished(ProgressBoard& board, GlobalOrdinal device) : board_(board), device_(device) {}
   ~Finished() { board_.finish(device_); }
   Finished(const Finished&) = delete;
   Finished& operator=(const Finished&) = delete;
 
  private:
   ProgressBoard& board_;
-  const int device_;
+  const GlobalOrdinal device_;
 };
 
 }  // namespace
@@ -281,7 +284,7 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   if (failure) give_up(*failure);
 }
 
-void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
+void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                               const std::string& reason) {
   Route& route = route_for(attrs, device);
   if (route.group == nullptr) {
@@ -298,7 +301,7 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, i
                         abandoned_failure(device, op, sequence, group.meeting.plan().group, reason), checks);
 }
 
-void MpiCommunicator::mark_device_failed(int device, const std::string& reason) {
+void MpiCommunicator::mark_device_failed(GlobalOrdinal device, const std::string& reason) {
   status_.mark_gone(device, Gone::kFailed, reason);
   wake_local_waiters();
   if (world_.topology().is_local(device)) {
@@ -307,7 +310,7 @@ void MpiCommunicator::mark_device_failed(int device, const std::string& reason) 
   }
 }
 
-void MpiCommunicator::mark_device_shut_down(int device, const std::string& reason) {
+void MpiCommunicator::mark_device_shut_down(GlobalOrdinal device, const std::string& reason) {
   status_.mark_gone(device, Gone::kFailed, reason);
   wake_local_waiters();
 }
@@ -317,7 +320,7 @@ void MpiCommunicator::wake_local_waiters() {
   local_exchange_.wake();
 }
 
-void MpiCommunicator::mark_device_absent(int device, const std::string& reason, uint64_t epoch) {
+void MpiCommunicator::mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) {
   const bool current = status_.absence_epoch(device) == epoch;
   status_.mark_absent(device, reason, epoch);
   wake_local_waiters();
@@ -327,12 +330,12 @@ void MpiCommunicator::mark_device_absent(int device, const std::string& reason, 
   }
 }
 
-void MpiCommunicator::clear_device_absent(int device) {
+void MpiCommunicator::clear_device_absent(GlobalOrdinal device) {
   status_.clear_absent(device);
   if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kPresent, device, ""});
 }
 
-uint64_t MpiCommunicator::interrupt(int device, const std::string& reason) {
+uint64_t MpiCommunicator::interrupt(GlobalOrdinal device, const std::string& reason) {
   const uint64_t id = status_.interrupt(device, reason);
   local_groups_.wake();
   local_exchange_.interrupt(device, reason);
@@ -344,7 +347,8 @@ std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
   const Topology& topology = world_.topology();
   ORDO_ARG_CHECK(topology.is_local(call.device), describe_tag(call.tag), ": device ", call.device,
                  " is driven by another process");
-  if (std::all_of(participants.begin(), participants.end(), [&](int d) { return topology.is_local(d); })) {
+  const auto is_local = [&](int d) { return topology.is_local(GlobalOrdinal(d)); };
+  if (std::all_of(participants.begin(), participants.end(), is_local)) {
     return local_exchange_.exchange(call);
   }
   try {

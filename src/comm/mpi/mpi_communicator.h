@@ -66,14 +66,15 @@ class MpiCommunicator : public Communicator {
 
   int world_size() const override { return world_.topology().world_size(); }
   void run(const CollectiveCall& call) override;
-  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device, const std::string& reason) override;
-  void mark_device_failed(int device, const std::string& reason) override;
-  void mark_device_shut_down(int device, const std::string& reason) override;
-  uint64_t absence_epoch(int device) override { return status_.absence_epoch(device); }
-  void mark_device_absent(int device, const std::string& reason, uint64_t epoch) override;
-  void clear_device_absent(int device) override;
-  uint64_t interrupt(int device, const std::string& reason) override;
-  void end_interrupt(int device, uint64_t id) override { status_.end_interrupt(device, id); }
+  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
+               const std::string& reason) override;
+  void mark_device_failed(GlobalOrdinal device, const std::string& reason) override;
+  void mark_device_shut_down(GlobalOrdinal device, const std::string& reason) override;
+  uint64_t absence_epoch(GlobalOrdinal device) override { return status_.absence_epoch(device); }
+  void mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) override;
+  void clear_device_absent(GlobalOrdinal device) override;
+  uint64_t interrupt(GlobalOrdinal device, const std::string& reason) override;
+  void end_interrupt(GlobalOrdinal device, uint64_t id) override { status_.end_interrupt(device, id); }
   std::vector<std::string> exchange(const ExchangeCall& call) override;
   bool out_of_step() override { return why_out_of_step().has_value(); }
   std::optional<std::string> start_afresh(const std::function<void()>& prepare) override;
@@ -102,8 +103,8 @@ class MpiCommunicator : public Communicator {
     std::vector<std::pair<ReplicaGroups, Route>> partitions;
   };
 
-  Route& route_for(const ir::CollectiveAttrs& attrs, int device);
-  Route open_route(const ReplicaGroups& groups, int device);
+  Route& route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device);
+  Route open_route(const ReplicaGroups& groups, GlobalOrdinal device);
   // What a local member checks while it waits for the others.
   class MemberChecks;
   // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
@@ -114,7 +115,7 @@ class MpiCommunicator : public Communicator {
   // After news of a device: the local groups' and exchange's sleepers look again.
   void wake_local_waiters();
   // News from another process, or of one that ended.
-  void hear(int device, const std::string& reason, Gone how);
+  void hear(GlobalOrdinal device, const std::string& reason, Gone how);
   // A collective or exchange with other processes failed: the mesh keeps
   // it for this process's exit (process_mesh.h), then it is raised.
   [[noreturn]] void give_up(const device::Failure& failure);

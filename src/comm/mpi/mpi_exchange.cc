@@ -23,7 +23,7 @@ constexpr size_t kRoundsKept = 4096;
 // Why a device could not send its payload, for every participant: short of
 // memory (an OutOfMemoryError, not a bare std::bad_alloc), or an error of
 // ordo's (MPI's, say). Called in a catch block of either.
-device::Failure sending_failure(std::string_view tag, int device, size_t bytes) {
+device::Failure sending_failure(std::string_view tag, GlobalOrdinal device, size_t bytes) {
   try {
     throw;
   } catch (const std::bad_alloc&) {
@@ -132,7 +132,7 @@ MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) cons
   for (uint64_t i = 0; i < others; ++i) note.other_participants.push_back(static_cast<int>(in.word()));
   note.other_round = static_cast<int64_t>(in.word());
   note.code = static_cast<ErrorCode>(in.word());
-  if (!world_.topology().is_local(note.receiver)) {
+  if (!world_.topology().is_local(GlobalOrdinal(note.receiver))) {
     throw_error<CollectiveError>("a rendezvous message from ", world_.describe_process(source), " is for device ",
                                  note.receiver, ", which this process does not drive");
   }
@@ -141,7 +141,7 @@ MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) cons
 
 void MpiExchange::deliver(Note note) {
   std::lock_guard<std::mutex> lock(mu_);
-  inboxes_[static_cast<size_t>(*world_.topology().index_of(note.receiver))].push_back(std::move(note));
+  inboxes_[world_.topology().local_device(GlobalOrdinal(note.receiver))->slot()].push_back(std::move(note));
 }
 
 void MpiExchange::pump() {
@@ -204,10 +204,10 @@ void MpiExchange::tell(const Note& note) {
     if (e == note.sender) continue;
     Note copy = note;
     copy.receiver = e;
-    if (world_.topology().is_local(e)) {
+    if (world_.topology().is_local(GlobalOrdinal(e))) {
       deliver(std::move(copy));
     } else {
-      link_.send_owned(encode(copy, copy.body), world_.topology().place(e).process, kExchangeTag);
+      link_.send_owned(encode(copy, copy.body), world_.topology().place(GlobalOrdinal(e)).process, kExchangeTag);
     }
   }
 }
@@ -268,7 +268,7 @@ class MpiExchange::Round {
 
   MpiExchange& owner_;
   const ExchangeCall& call_;
-  const int me_;
+  const GlobalOrdinal me_;
   const size_t index_;  // me_'s local index
   const Key key_;       // (tag, participants)
   int64_t round_ = 0;
@@ -288,7 +288,7 @@ MpiExchange::Round::Round(MpiExchange& owner, const ExchangeCall& call, std::vec
     : owner_(owner),
       call_(call),
       me_(call.device),
-      index_(static_cast<size_t>(*owner.world_.topology().index_of(call.device))),
+      index_(owner.world_.topology().local_device(call.device)->slot()),
       key_{std::string(call.tag), std::move(participants)},
       payloads_(key_.second.size()),
       have_(key_.second.size(), false) {
@@ -322,24 +322,25 @@ std::vector<int> MpiExchange::Round::missing() const {
 }
 
 void MpiExchange::Round::send_payload() {
-  payloads_[rank_of(me_)] = std::string(call_.payload);
-  have_[rank_of(me_)] = true;
+  payloads_[rank_of(me_.value())] = std::string(call_.payload);
+  have_[rank_of(me_.value())] = true;
   const Topology& topology = owner_.world_.topology();
   const bool apart = call_.payload.size() > owner_.longest_inline_payload();
   std::shared_ptr<const std::string> body;  // one copy for every other process
   for (int e : key_.second) {
-    if (e == me_) continue;
-    Note note{Note::Kind::kPayload, me_, e, round_, key_.first, key_.second, {}, 0, {}, {}, -1,
+    if (e == me_.value()) continue;
+    Note note{Note::Kind::kPayload, me_.value(), e, round_, key_.first, key_.second, {}, 0, {}, {}, -1,
               ErrorCode::kCollectiveTimeout};
-    if (topology.is_local(e)) {
+    const GlobalOrdinal receiver(e);
+    if (topology.is_local(receiver)) {
       note.body = std::string(call_.payload);
       owner_.deliver(std::move(note));
     } else if (!apart) {
-      owner_.link_.send_owned(encode(note, call_.payload), topology.place(e).process, kExchangeTag);
+      owner_.link_.send_owned(encode(note, call_.payload), topology.place(receiver).process, kExchangeTag);
     } else {
       if (!body) body = std::make_shared<const std::string>(call_.payload);
       note.body_follows = body->size();
-      owner_.link_.send_owned(encode(note, {}), topology.place(e).process, kExchangeTag, body, kExchangeBodyTag);
+      owner_.link_.send_owned(encode(note, {}), topology.place(receiver).process, kExchangeTag, body, kExchangeBodyTag);
     }
   }
 }
@@ -460,7 +461,7 @@ device::Failure MpiExchange::Round::cycle_failure(const Note& theirs) const {
       ErrorCode::kCollectiveMismatch,
       str_cat("rendezvous mismatch: device ", me_, " waits in ", describe_tag(call_.tag), " (round ", round_,
               " of devices ", describe_group(key_.second), ") for device ", theirs.sender, " on ",
-              world.describe_process(world.topology().place(theirs.sender).process), ", which waits in ",
+              world.describe_process(world.topology().place(GlobalOrdinal(theirs.sender)).process), ", which waits in ",
               describe_tag(theirs.tag), " (round ", theirs.round, " of devices ", describe_group(theirs.participants),
               ") for device ", me_, ": they can never meet")};
 }
@@ -484,7 +485,8 @@ std::optional<device::Failure> MpiExchange::Round::gone_participant() {
   // of, so a gone participant fails the round only if it stays gone.
   if (!owner_.status_.any_gone()) return std::nullopt;
   bool any_gone = false;
-  for (int d : missing()) {
+  for (const int member : missing()) {
+    const GlobalOrdinal d(member);
     std::optional<std::string> reason = owner_.status_.gone_reason(d);
     if (!reason) continue;
     any_gone = true;
@@ -519,7 +521,8 @@ std::optional<device::Failure> MpiExchange::Round::check_wait() {
 }
 
 void MpiExchange::Round::give_up(device::Failure failure) {
-  Note note{Note::Kind::kGivenUp, me_, me_, round_, key_.first, key_.second, failure.message, 0, {}, {}, -1,
+  const int me = me_.value();  // notes carry ordinals as data
+  Note note{Note::Kind::kGivenUp, me, me, round_, key_.first, key_.second, failure.message, 0, {}, {}, -1,
             failure.code};
   // The others fail as a collective: the memory or the argument that
   // failed was this device's, not theirs.

@@ -34,21 +34,21 @@ std::string ProgressBoard::Seen::doing(int64_t number, const std::string& waitin
 ProgressBoard::ProgressBoard(const MpiWorld& world, MpiLink& link)
     : world_(world), link_(link), records_(static_cast<size_t>(world.topology().local_devices())) {}
 
-int64_t ProgressBoard::start(int device, const Note& note) {
+int64_t ProgressBoard::start(GlobalOrdinal device, const Note& note) {
   std::lock_guard<std::mutex> lock(mu_);
-  Record& record = records_[static_cast<size_t>(*world_.topology().index_of(device))];
+  Record& record = records_[world_.topology().local_device(device)->slot()];
   record.notes[static_cast<size_t>(record.started % kHistory)] = note;
   return record.started++;
 }
 
-void ProgressBoard::finish(int device) {
+void ProgressBoard::finish(GlobalOrdinal device) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++records_[static_cast<size_t>(*world_.topology().index_of(device))].finished;
+  ++records_[world_.topology().local_device(device)->slot()].finished;
 }
 
-ProgressBoard::Seen ProgressBoard::seen(int device, int64_t number) const {
+ProgressBoard::Seen ProgressBoard::seen(GlobalOrdinal device, int64_t number) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const Record& record = records_[static_cast<size_t>(*world_.topology().index_of(device))];
+  const Record& record = records_[world_.topology().local_device(device)->slot()];
   Seen seen;
   seen.started = record.started;
   seen.inside = record.finished < record.started;
@@ -70,7 +70,7 @@ ProgressBoard::Seen ProgressBoard::seen(int device, int64_t number) const {
   return seen;
 }
 
-uint64_t ProgressBoard::ask(int device, int64_t number) {
+uint64_t ProgressBoard::ask(GlobalOrdinal device, int64_t number) {
   uint64_t question = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -80,7 +80,7 @@ uint64_t ProgressBoard::ask(int device, int64_t number) {
   std::string bytes;
   put_word(bytes, kQuestionMagic);
   put_word(bytes, question);
-  put_word(bytes, static_cast<uint64_t>(device));
+  put_word(bytes, static_cast<uint64_t>(device.value()));
   put_word(bytes, static_cast<uint64_t>(number));
   link_.send_owned(std::move(bytes), world_.topology().place(device).process, kQuestionTag);
   return question;
@@ -104,7 +104,7 @@ void ProgressBoard::pump() {
     WireReader in(*bytes, "progress questions", world_.describe_process(source));
     if (in.word() != kQuestionMagic) in.malformed("no header");
     const uint64_t question = in.word();
-    const auto device = static_cast<int>(in.word());
+    const GlobalOrdinal device(static_cast<int>(in.word()));
     const auto number = static_cast<int64_t>(in.word());
     if (!world_.topology().is_local(device)) continue;
     const Seen s = seen(device, number);

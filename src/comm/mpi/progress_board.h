@@ -31,6 +31,7 @@
 
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
+#include "core/device_numbers.h"
 #include "ir/ops.h"
 
 namespace ordo::comm {
@@ -50,8 +51,8 @@ class ProgressBoard {
   };
   // Local device starts its next collective; returns the collective's
   // number. finish: it left it (done or failed).
-  int64_t start(int device, const Note& note);
-  void finish(int device);
+  int64_t start(GlobalOrdinal device, const Note& note);
+  void finish(GlobalOrdinal device);
 
   struct Seen {
     enum class State { kNotYet, kAt, kForgotten } state = State::kNotYet;
@@ -71,11 +72,11 @@ class ProgressBoard {
     static constexpr const char* kArriving = "is arriving here";
   };
   // What local device did at its collective #number.
-  Seen seen(int device, int64_t number) const;
+  Seen seen(GlobalOrdinal device, int64_t number) const;
 
   // Asks device's process (another) what it did at #number; the answer
   // comes through pump().
-  uint64_t ask(int device, int64_t number);
+  uint64_t ask(GlobalOrdinal device, int64_t number);
   std::optional<Seen> answer(uint64_t question);
   // The asker gives up on a question (answered or not).
   void forget(uint64_t question);

@@ -3,7 +3,7 @@
 // processes at a runtime's start, the host's shared memory and the mesh's
 // addresses. A process that does not come (held in Python before it
 // starts ordo, stopped, or slow) makes the others warn at the collective
-// warning time and fail at the collective timeout (ordo/collectives.h),
+// warning time and fail at the collective timeout (ordo/collective_types.h),
 // naming it where MPI lets ordo know which it is; before, they waited
 // without a word and without an end.
 //

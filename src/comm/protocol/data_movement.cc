@@ -356,7 +356,7 @@ void collective_permute(Calls calls, size_t rank) {
 void collective_broadcast(Calls calls, size_t rank) {
   const CollectiveCall* root = nullptr;
   for (const CollectiveCall* call : calls) {
-    if (call->device == calls[rank]->attrs.root) root = call;
+    if (call->device == GlobalOrdinal(calls[rank]->attrs.root)) root = call;
   }
   for (size_t t = 0; t < calls[rank]->outputs.size(); ++t) {
     copy_or_zero(root ? root->inputs[t] : nullptr, calls[rank]->outputs[t]);

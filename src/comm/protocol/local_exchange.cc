@@ -22,16 +22,16 @@ LocalExchange::LocalExchange(int world_size, const DeviceStatus& status)
 
 std::vector<std::string> LocalExchange::exchange(const ExchangeCall& call) {
   std::vector<int> participants = exchange_participants(call, world_size_);
-  const int me = call.device;
-  const auto rank = static_cast<size_t>(std::find(participants.begin(), participants.end(), me) -
+  const GlobalOrdinal me = call.device;
+  const auto rank = static_cast<size_t>(std::find(participants.begin(), participants.end(), me.value()) -
                                         participants.begin());
   std::unique_lock<std::mutex> lock(mu_);
-  if (const Meeting* other = waiting_in_[static_cast<size_t>(me)]) {
+  if (const Meeting* other = waiting_in_[me.slot()]) {
     throw_error<InvalidArgument>(describe_tag(call.tag), ": device ", me, " already waits in ",
                                  describe_tag(std::get<0>(*other->round)),
                                  " (on another thread): a device takes part in one rendezvous at a time");
   }
-  int64_t& next = rounds_[static_cast<size_t>(me)][{std::string(call.tag), participants}];
+  int64_t& next = rounds_[me.slot()][{std::string(call.tag), participants}];
   const size_t size = participants.size();
   auto [it, added] = meetings_.try_emplace(Round{std::string(call.tag), std::move(participants), next++}, size);
   Meeting& meeting = it->second;
@@ -51,9 +51,9 @@ std::vector<std::string> LocalExchange::exchange(const ExchangeCall& call) {
     fail_locked(meeting, exchange_given_up(call.tag, *meeting.given_up));
   }
   cv_.notify_all();
-  waiting_in_[static_cast<size_t>(me)] = &meeting;
+  waiting_in_[me.slot()] = &meeting;
   const std::optional<device::Failure> failure = wait_locked(lock, meeting, me, call);
-  waiting_in_[static_cast<size_t>(me)] = nullptr;
+  waiting_in_[me.slot()] = nullptr;
   std::vector<std::string> payloads;
   const bool last = ++meeting.taken == size;
   if (!failure) payloads = last ? std::move(meeting.payloads) : meeting.payloads;
@@ -101,8 +101,8 @@ void LocalExchange::forget_rounds_if_level_locked(const Round& done) {
   for (int d : participants) rounds_[static_cast<size_t>(d)].erase(key);
 }
 
-std::optional<device::Failure> LocalExchange::wait_locked(std::unique_lock<std::mutex>& lock,
-                                                              Meeting& meeting, int me, const ExchangeCall& call) {
+std::optional<device::Failure> LocalExchange::wait_locked(std::unique_lock<std::mutex>& lock, Meeting& meeting,
+                                                          GlobalOrdinal me, const ExchangeCall& call) {
   Deadlines deadlines;
   for (;;) {
     if (meeting.failure) return meeting.failure;
@@ -149,7 +149,7 @@ std::optional<device::Failure> LocalExchange::wait_locked(std::unique_lock<std::
   }
 }
 
-std::optional<device::Failure> LocalExchange::failure_seen_locked(const Meeting& meeting, int me) const {
+std::optional<device::Failure> LocalExchange::failure_seen_locked(const Meeting& meeting, GlobalOrdinal me) const {
   const std::string& tag = std::get<0>(*meeting.round);
   if (interrupted()) {
     const std::string& cause = interrupt_cause();
@@ -162,26 +162,26 @@ std::optional<device::Failure> LocalExchange::failure_seen_locked(const Meeting&
   }
   if (status_.any_gone()) {
     for (int d : missing_of(meeting)) {
-      if (std::optional<std::string> reason = status_.gone_reason(d)) {
-        return exchange_peer_gone(tag, d, *reason);
+      if (std::optional<std::string> reason = status_.gone_reason(GlobalOrdinal(d))) {
+        return exchange_peer_gone(tag, GlobalOrdinal(d), *reason);
       }
     }
   }
   return std::nullopt;
 }
 
-std::vector<int> LocalExchange::wait_cycle_locked(int me) const {
+std::vector<int> LocalExchange::wait_cycle_locked(GlobalOrdinal me) const {
   // Breadth first over the devices that wait, each for the participants
   // missing from its meeting; came_from leads back to me.
   std::vector<int> came_from(static_cast<size_t>(world_size_), -1);
-  std::deque<int> frontier{me};
+  std::deque<int> frontier{me.value()};
   while (!frontier.empty()) {
     const int waiter = frontier.front();
     frontier.pop_front();
     for (int d : missing_of(*waiting_in_[static_cast<size_t>(waiter)])) {
-      if (d == me) {
+      if (d == me.value()) {
         std::vector<int> cycle{waiter};
-        while (cycle.back() != me) cycle.push_back(came_from[static_cast<size_t>(cycle.back())]);
+        while (cycle.back() != me.value()) cycle.push_back(came_from[static_cast<size_t>(cycle.back())]);
         return {cycle.rbegin(), cycle.rend()};
       }
       if (waiting_in_[static_cast<size_t>(d)] == nullptr || came_from[static_cast<size_t>(d)] != -1) continue;
@@ -227,10 +227,10 @@ void LocalExchange::wake() {
   cv_.notify_all();
 }
 
-void LocalExchange::interrupt(int device, const std::string& reason) {
-  if (device < 0 || device >= world_size_) return;  // a device that cannot wait here
+void LocalExchange::interrupt(GlobalOrdinal device, const std::string& reason) {
+  if (device.value() < 0 || device.value() >= world_size_) return;  // a device that cannot wait here
   std::lock_guard<std::mutex> lock(mu_);
-  Meeting* meeting = waiting_in_[static_cast<size_t>(device)];
+  Meeting* meeting = waiting_in_[device.slot()];
   if (meeting != nullptr && !meeting->failure) {
     fail_locked(*meeting, exchange_interrupted(std::get<0>(*meeting->round), device, ": " + reason));
   }

@@ -48,7 +48,7 @@ class LocalExchange {
   void wake();
   // The round device waits in, if any, fails now for every participant
   // (its later rounds fail while DeviceStatus holds the interrupt).
-  void interrupt(int device, const std::string& reason);
+  void interrupt(GlobalOrdinal device, const std::string& reason);
   // How many (device, tag, participants) round counts are held: only those
   // of tags whose participants are not level (tests check that tags used
   // once do not pile up).
@@ -76,13 +76,14 @@ class LocalExchange {
   };
 
   // Until meeting completes (nullopt) or fails for device me (why).
-  std::optional<device::Failure> wait_locked(std::unique_lock<std::mutex>& lock, Meeting& meeting, int me, const ExchangeCall& call);
+  std::optional<device::Failure> wait_locked(std::unique_lock<std::mutex>& lock, Meeting& meeting, GlobalOrdinal me,
+                                             const ExchangeCall& call);
   // Why meeting cannot complete, as me sees it now, if it cannot: me is
   // interrupted, or a participant that has not arrived is gone.
-  std::optional<device::Failure> failure_seen_locked(const Meeting& meeting, int me) const;
+  std::optional<device::Failure> failure_seen_locked(const Meeting& meeting, GlobalOrdinal me) const;
   // A cycle of waits from me back to me: devices me, d1, ..., dk where
   // each waits for the next and dk waits for me. Empty if there is none.
-  std::vector<int> wait_cycle_locked(int me) const;
+  std::vector<int> wait_cycle_locked(GlobalOrdinal me) const;
   std::string mismatch_message_locked(const std::vector<int>& cycle) const;
   static std::vector<int> missing_of(const Meeting& meeting);
   static void fail_locked(Meeting& meeting, device::Failure failure);

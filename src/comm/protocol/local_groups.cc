@@ -58,7 +58,8 @@ void check_same_op(const Participant& p, DoneMark& done) {
   for (size_t q = 1; q < seats.size(); ++q) {
     if (seats[q].fingerprint == seats[0].fingerprint) continue;
     const std::vector<int>& group = p.channel.group();
-    std::string message = mismatch_message(p.sequence, group, group[0], *seats[0].call, group[q], *seats[q].call);
+    std::string message = mismatch_message(p.sequence, group, GlobalOrdinal(group[0]), *seats[0].call,
+                                           GlobalOrdinal(group[q]), *seats[q].call);
     done.mark();
     wait_until_all_done(p);
     throw CollectiveMismatchError(message);
@@ -89,7 +90,7 @@ void record_timing(const Participant& p, int64_t arrived_ns) {
       last_ns = ns;
     }
   }
-  *p.call.timing = {arrived_ns, last_ns, p.channel.group()[last]};
+  *p.call.timing = {arrived_ns, last_ns, GlobalOrdinal(p.channel.group()[last])};
 }
 
 }  // namespace
@@ -106,7 +107,7 @@ const Partition* LocalGroups::partition_locked(const ReplicaGroups& groups) {
   return partition.get();
 }
 
-LocalGroups::Route LocalGroups::open_route(const ReplicaGroups& groups, int device) {
+LocalGroups::Route LocalGroups::open_route(const ReplicaGroups& groups, GlobalOrdinal device) {
   // Equal partitions written differently share one Partition, so that
   // peers compare them by pointer; the world is one group of every device.
   ReplicaGroups canonical = ir::canonical_partition(groups, world_size_);
@@ -117,7 +118,7 @@ LocalGroups::Route LocalGroups::open_route(const ReplicaGroups& groups, int devi
   std::lock_guard<std::mutex> lock(channels_mu_);
   const Partition* partition = partition_locked(canonical);
   for (const std::vector<int>& group : partition->groups) {
-    const auto member = std::find(group.begin(), group.end(), device);
+    const auto member = std::find(group.begin(), group.end(), device.value());
     if (member == group.end()) continue;
     std::unique_ptr<Channel>& channel = channels_[group];
     if (!channel) channel = std::make_unique<Channel>(group);
@@ -126,8 +127,8 @@ LocalGroups::Route LocalGroups::open_route(const ReplicaGroups& groups, int devi
   ORDO_UNREACHABLE(": device ", device, " is in no replica group");
 }
 
-LocalGroups::Route LocalGroups::route_for(const ir::CollectiveAttrs& attrs, int device) {
-  DeviceRoutes& routes = routes_[static_cast<size_t>(device)];
+LocalGroups::Route LocalGroups::route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device) {
+  DeviceRoutes& routes = routes_[device.slot()];
   if (attrs.groups.empty()) {
     if (routes.world.channel == nullptr) routes.world = open_route({}, device);
     return routes.world;
@@ -154,7 +155,7 @@ void LocalGroups::run_in_channel(const CollectiveCall& call) {
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
-  const int64_t number = progress_[static_cast<size_t>(call.device)].start(
+  const int64_t number = progress_[call.device.slot()].start(
       {call.op, route.partition, &channel, sequence});
   Slot& slot = channel.slot_of(sequence);
   const Participant me{channel, slot, sequence, route.rank, call, status_, number, *route.partition, progress_};
@@ -191,14 +192,14 @@ void LocalGroups::run_in_channel(const CollectiveCall& call) {
   wait_until_all_done(me);
 }
 
-void LocalGroups::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device,
+void LocalGroups::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                                     const std::string& reason) {
   had_failures_.store(true, std::memory_order_release);
   const Route route = route_for(attrs, device);
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
-  progress_[static_cast<size_t>(device)].start({op, route.partition, &channel, sequence});
+  progress_[device.slot()].start({op, route.partition, &channel, sequence});
   member.joined.store(sequence, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(channel.mu);

@@ -46,7 +46,7 @@ class LocalGroups {
 
   // As Communicator::run and abandon, for a group of local devices only.
   void run(const CollectiveCall& call);
-  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, int device, const std::string& reason);
+  void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device, const std::string& reason);
   // After a device was declared gone, absent or interrupted: sleepers
   // check under their channel's mutex.
   void wake();
@@ -75,10 +75,10 @@ class LocalGroups {
   };
 
   void run_in_channel(const CollectiveCall& call);
-  Route route_for(const ir::CollectiveAttrs& attrs, int device);
+  Route route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device);
   // The channel of device's group in groups (a partition; empty: the
   // world), made on first use, and device's rank in it.
-  Route open_route(const ReplicaGroups& groups, int device);
+  Route open_route(const ReplicaGroups& groups, GlobalOrdinal device);
   // The one Partition of groups (channels_mu_ held).
   const Partition* partition_locked(const ReplicaGroups& groups);
 

@@ -29,14 +29,14 @@ std::string describe_entry(const ProgressEntry& entry) {
 }
 
 // Whether device has not left the collective of entry yet.
-bool still_in(const ProgressEntry& entry, int device) {
+bool still_in(const ProgressEntry& entry, GlobalOrdinal device) {
   const std::vector<int>& group = entry.channel->group();
-  const auto rank = static_cast<size_t>(std::find(group.begin(), group.end(), device) - group.begin());
+  const auto rank = static_cast<size_t>(std::find(group.begin(), group.end(), device.value()) - group.begin());
   return entry.channel->member(rank).done.load(std::memory_order_acquire) < entry.sequence;
 }
 
 // What a device's record shows it doing.
-std::string doing(const Participant& p, const Snapshot& seen, int device) {
+std::string doing(const Participant& p, const Snapshot& seen, GlobalOrdinal device) {
   if (!seen.latest) return "has not reached a collective yet";
   const int64_t number = seen.started - 1;
   if (seen.latest->channel == &p.channel && seen.latest->sequence == p.sequence) return "is arriving here";
@@ -53,7 +53,7 @@ std::string doing(const Participant& p, const Snapshot& seen, int device) {
 // joining p's. A member behind p may still come, and one whose #p.number
 // is on p's partition but elsewhere in p's channel means the channel is
 // out of step after a failure, not that the programs differ.
-std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, int device,
+std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, GlobalOrdinal device,
                                              const Snapshot& seen) {
   const Partition* partition = nullptr;
   std::string theirs;
@@ -79,7 +79,7 @@ std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, 
                                  theirs, p.partition.text, partition->text)};
 }
 
-std::optional<device::Failure> gone_member_failure(const Participant& p, int device, const Snapshot& seen) {
+std::optional<device::Failure> gone_member_failure(const Participant& p, GlobalOrdinal device, const Snapshot& seen) {
   std::optional<std::string> reason = p.status.gone_reason(device);
   if (!reason) return std::nullopt;
   const std::string when =
@@ -97,13 +97,14 @@ std::optional<device::Failure> missing_member_failure(const Participant& p) {
   // A mismatch first: a device that went elsewhere and then returned from
   // its function is also gone, but the mismatch is why it is not here.
   for (size_t rank : missing) {
-    const int device = p.channel.group()[rank];
-    seen.push_back(p.progress[static_cast<size_t>(device)].read(p.number));
+    const GlobalOrdinal device(p.channel.group()[rank]);
+    seen.push_back(p.progress[device.slot()].read(p.number));
     if (std::optional<device::Failure> mismatch = mismatch_with(p, rank, device, seen.back())) return mismatch;
   }
   if (!p.status.any_gone()) return std::nullopt;
   for (size_t i = 0; i < missing.size(); ++i) {
-    if (std::optional<device::Failure> gone = gone_member_failure(p, p.channel.group()[missing[i]], seen[i])) return gone;
+    const GlobalOrdinal device(p.channel.group()[missing[i]]);
+    if (std::optional<device::Failure> gone = gone_member_failure(p, device, seen[i])) return gone;
   }
   return std::nullopt;
 }
@@ -111,8 +112,8 @@ std::optional<device::Failure> missing_member_failure(const Participant& p) {
 std::string missing_members(const Participant& p) {
   ShortList out;
   for (size_t rank : missing_ranks(p)) {
-    const int device = p.channel.group()[rank];
-    const Snapshot seen = p.progress[static_cast<size_t>(device)].read(p.number);
+    const GlobalOrdinal device(p.channel.group()[rank]);
+    const Snapshot seen = p.progress[device.slot()].read(p.number);
     std::string what = doing(p, seen, device);
     if (std::optional<std::string> reason = p.status.gone_reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
     out.add(str_cat(device, " (", what, ")"));

@@ -30,7 +30,7 @@
 #include <string>
 
 #include "ir/ops.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 
 namespace ordo::comm {
 

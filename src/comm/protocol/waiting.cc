@@ -11,7 +11,7 @@
 #include "comm/protocol/missing_members.h"
 #include "comm/protocol/pacing.h"
 #include "core/interrupt.h"
-#include "ordo/collectives.h"
+#include "ordo/collective_types.h"
 
 namespace ordo::comm {
 namespace {
