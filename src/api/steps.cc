@@ -48,11 +48,11 @@ void mark_step(int local_device) {
   device::Worker& worker = runtime::get().device(device).worker();
   const size_t most = static_cast<size_t>(max_steps_ahead());
   // A thread that takes turns with its worker on one CPU runs its steps
-  // itself, the oldest whenever it is `most` ahead, as it would otherwise
-  // wait for it: the worker thread could only run them by taking the CPU
-  // from it, two thread switches a step (1 KiB steps on 2 devices of 2
-  // CPUs: 1.65-1.89x the time with no bound; kept, 0.97-1.06x). The worker
-  // keeps nothing for a caller that comes back late (device/worker.h).
+  // itself, all it kept whenever it is over the bound, as it would
+  // otherwise wait for them: the worker thread could only run them by
+  // taking the CPU from it, two thread switches a step (1 KiB steps on 2
+  // devices of 2 CPUs: 1.65-1.89x the time with no bound; kept,
+  // 0.97-1.06x). A caller that comes back late keeps nothing (device/worker.h).
   const bool takes_turns = worker.takes_turns_with_caller();
   using device::Worker;
   cut(device, takes_turns || most == 0 ? Worker::RunBy::kCaller : Worker::RunBy::kWorkerThread);

@@ -53,7 +53,7 @@ void Worker::drain_to(size_t bound, const char* what, Leftover leftover) {
   // A keeper over the bound runs every task it kept, not only the oldest:
   // the devices' steps then run in batches, each meeting its peers' steps
   // already traced, rather than in lockstep with their tracing (1 KiB
-  // steps at bound 2: 1.03-1.15x of no bound -> 0.98-1.03x).
+  // steps at bound 2: 1.03-1.15x of no bound -> 0.97-1.06x).
   const bool keeps = leftover == Leftover::kKeptByCaller && keeper_comes_back_soon_;
   const size_t most = keeps && outstanding() > bound ? 0 : bound;
   const int bounded = most > 0 ? 1 : 0;

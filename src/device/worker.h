@@ -22,7 +22,7 @@ namespace ordo::device {
 
 class Worker {
  public:
-  // Who runs the tasks that drain_to(most > 0) leaves queued: the worker
+  // Who runs the tasks that drain_to(bound > 0) leaves queued: the worker
   // thread, woken now, or the caller, which keeps them for a while and
   // comes back with its next step (mark_step on a thread that takes turns
   // with the worker thread on one CPU, where the worker thread could only
