@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -25,6 +26,18 @@ bool eventually(const std::atomic<bool>& flag) {
   }
   return true;
 }
+
+// A task that records which thread ran it, and that it ran.
+struct RanOn {
+  std::atomic<bool> ran{false};
+  std::thread::id thread;
+  std::function<void()> recorder() {
+    return [this] {
+      thread = std::this_thread::get_id();
+      ran.store(true);
+    };
+  }
+};
 
 TEST(WorkerTest, TasksRunOneAtATimeInSubmissionOrderWhoeverRunsThem) {
   Worker worker;
@@ -95,19 +108,13 @@ TEST(WorkerTest, ATaskTheCallerRunsIsNotTakenByTheSleepingWorkerThread) {
 
 TEST(WorkerTest, WhatTheCallerLeavesGoesToTheWorkerThread) {
   Worker worker;
-  std::atomic<bool> ran{false};
-  std::thread::id ran_on;
-  worker.submit(
-      [&] {
-        ran_on = std::this_thread::get_id();
-        ran.store(true);
-      },
-      Worker::RunBy::kCaller);
+  RanOn task;
+  worker.submit(task.recorder(), Worker::RunBy::kCaller);
   // Done at once (a value another graph computed): the caller runs
   // nothing, and hands the task to the worker thread.
   EXPECT_TRUE(worker.help_until([] { return true; }));
-  ASSERT_TRUE(eventually(ran));
-  EXPECT_NE(ran_on, std::this_thread::get_id());
+  ASSERT_TRUE(eventually(task.ran));
+  EXPECT_NE(task.thread, std::this_thread::get_id());
 }
 
 TEST(WorkerTest, DrainWaitsForTheTaskAnotherThreadRunsAndTheRestOfTheQueue) {
@@ -175,17 +182,11 @@ TEST(WorkerTest, WhatACallerKeepsItRunsWhenItComesBack) {
 // worker thread: a peer's collective may wait for them.
 TEST(WorkerTest, WhatACallerKeepsGoesToTheWorkerThreadWhenItIsLate) {
   Worker worker(-1, 2ms);
-  std::atomic<bool> ran{false};
-  std::thread::id ran_on;
-  worker.submit(
-      [&] {
-        ran_on = std::this_thread::get_id();
-        ran.store(true);
-      },
-      Worker::RunBy::kCaller);
+  RanOn task;
+  worker.submit(task.recorder(), Worker::RunBy::kCaller);
   worker.drain_to(1, "mark_step", Worker::Leftover::kKeptByCaller);  // within the bound: kept
-  ASSERT_TRUE(eventually(ran));
-  EXPECT_NE(ran_on, std::this_thread::get_id());
+  ASSERT_TRUE(eventually(task.ran));
+  EXPECT_NE(task.thread, std::this_thread::get_id());
 }
 
 // The same when the worker thread was already asleep on an empty queue
