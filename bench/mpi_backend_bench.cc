@@ -7,7 +7,7 @@
 //   scripts/mpirun.sh -np 2 -x ORDO_NUM_DEVICES=1 build/ordo_bench_mpi comm 4194304 16777216
 //   scripts/mpirun.sh -np 2 -x ORDO_NUM_DEVICES=1 build/ordo_bench_mpi graph 4194304
 //
-// - comm: the communicator alone (comm::MpiCommunicator), driven by one
+// - comm: the communicator alone (comm::make_mpi_communicator), driven by one
 //   thread per local device, pinned where the runtime pins that device's
 //   worker (which calls the communicator): unpinned, the two processes'
 //   threads share one CPU in about half the runs, and a 1 KiB all_reduce
@@ -44,8 +44,8 @@
 #include "cross_core_latency.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi/host_rings.h"
-#include "comm/mpi/message_header.h"
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/protocol/message_header.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_world.h"
 #include "device/buffer.h"
 #include "device/cpu_placement.h"
@@ -161,13 +161,13 @@ void measure(Device& device, const std::vector<int64_t>& sizes, bool print, bool
 
 using ordo::comm::CollectiveCall;
 using ordo::comm::HostRings;
-using ordo::comm::MpiCommunicator;
+using ordo::comm::Communicator;
 using ordo::comm::MpiWorld;
 
 // A local device of the communicator, called from its own thread.
 class CommDevice : public Device {
  public:
-  CommDevice(MpiCommunicator& comm, ordo::GlobalOrdinal ordinal) : comm_(comm), ordinal_(ordinal) {
+  CommDevice(Communicator& comm, ordo::GlobalOrdinal ordinal) : comm_(comm), ordinal_(ordinal) {
     max_.reduce = ordo::ReduceType::kMax;
     time_in_ = ordo::device::allocate_buffer(ordo::DType::kFloat64, {1});
     time_out_ = ordo::device::allocate_buffer(ordo::DType::kFloat64, {1});
@@ -193,7 +193,7 @@ class CommDevice : public Device {
   }
 
  private:
-  MpiCommunicator& comm_;
+  Communicator& comm_;
   const ordo::GlobalOrdinal ordinal_;
   ordo::ir::CollectiveAttrs sum_, max_;
   std::shared_ptr<ordo::device::Buffer> in_, out_, time_in_, time_out_;
@@ -265,7 +265,7 @@ void time_ring_exchange(const MpiWorld& world, HostRings& rings, CommDevice& dev
 
 int run_comm(const std::vector<int64_t>& sizes) {
   const MpiWorld& world = MpiWorld::join(ordo::runtime::num_devices_from_env());
-  auto* comm = new MpiCommunicator(world);  // until exit: mpirun ends the job (as the tests do)
+  Communicator* comm = ordo::comm::make_mpi_communicator(world).release();  // until exit: mpirun ends the job (as the tests do)
   // Rings of the bench's own, for the transport alone (null on two hosts).
   const std::unique_ptr<HostRings> rings = HostRings::open(world.comm(), world.topology());
   const int local = world.topology().local_devices();

@@ -5,7 +5,7 @@
 #include "comm/in_process/in_process_communicator.h"
 #include "ordo/error.h"
 #ifdef ORDO_HAVE_MPI
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_world.h"
 #endif
 

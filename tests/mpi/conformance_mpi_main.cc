@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm_conformance.h"
 #include "runtime/runtime.h"

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_world.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"
@@ -24,8 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 const MpiWorld& world() { return MpiWorld::join(runtime::num_devices_from_env()); }
 
-MpiCommunicator& mpi() {
-  static MpiCommunicator* comm = new MpiCommunicator(world());  // until exit: mpirun ends the job
+Communicator& mpi() {
+  static Communicator* comm = make_mpi_communicator(world()).release();  // until exit: mpirun ends the job
   return *comm;
 }
 

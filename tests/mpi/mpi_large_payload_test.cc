@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/communicator.h"
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_world.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"

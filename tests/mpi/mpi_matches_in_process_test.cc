@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/in_process/in_process_communicator.h"
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm_conformance.h"
 #include "core/dtype_dispatch.h"
@@ -26,8 +26,8 @@ namespace {
 
 const MpiWorld& world() { return MpiWorld::join(runtime::num_devices_from_env()); }
 
-MpiCommunicator& mpi() {
-  static MpiCommunicator* comm = new MpiCommunicator(world());  // until exit: mpirun ends the job
+Communicator& mpi() {
+  static Communicator* comm = make_mpi_communicator(world()).release();  // until exit: mpirun ends the job
   return *comm;
 }
 

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/mpi/channel_tags.h"
-#include "comm/mpi/message_header.h"
-#include "comm/mpi/wire.h"
+#include "comm/protocol/channel_tags.h"
+#include "comm/protocol/message_header.h"
+#include "comm/protocol/wire.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {

@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/mpi/host_rings.h"
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_transport.h"
 #include "comm/mpi/mpi_link.h"
 #include "comm/mpi/mpi_world.h"
 #include "comm/mpi/posted_inbox.h"

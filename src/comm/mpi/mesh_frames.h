@@ -21,17 +21,10 @@
 #include <string>
 #include <string_view>
 
+#include "comm/protocol/transport.h"  // DeviceNews
 #include "core/device_numbers.h"
 
 namespace ordo::comm {
-
-// News about one device, sent to every other process (in order per sender).
-struct DeviceNews {
-  enum class Kind : uint8_t { kFailed, kAbsent, kPresent };  // gone for good / absent until present again / present again
-  Kind kind = Kind::kFailed;
-  GlobalOrdinal device{0};
-  std::string reason;  // for kFailed and kAbsent
-};
 
 enum class FrameKind : uint8_t { kHello = 1, kGoodbye = 2, kLastWords = 3, kDeviceNews = 4 };
 

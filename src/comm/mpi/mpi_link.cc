@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "comm/mpi/mpi_world.h"
@@ -29,6 +30,35 @@ MPI_Datatype region_type(size_t rows, size_t block, size_t stride) {
             "MPI_Type_create_hvector");
   check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
   return type;
+}
+
+// An MPI request as the transport's neutral transfer, and back.
+static_assert(sizeof(MPI_Request) <= sizeof(Transfer::handle));
+Transfer as_transfer(MPI_Request request) {
+  Transfer transfer;
+  std::memcpy(&transfer.handle, &request, sizeof request);
+  return transfer;
+}
+MPI_Request as_request(Transfer transfer) {
+  MPI_Request request;
+  std::memcpy(&request, &transfer.handle, sizeof request);
+  return request;
+}
+
+// MPI_Testall over requests (the MPI lock held): true, and requests
+// empty, once all are done.
+bool test_all_locked(Requests& requests) {
+  thread_local std::vector<MPI_Request> mpi;
+  mpi.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) mpi[i] = as_request(requests[i]);
+  int done = 0;
+  check_mpi(MPI_Testall(static_cast<int>(mpi.size()), mpi.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+  if (done) {
+    requests.clear();
+    return true;
+  }
+  for (size_t i = 0; i < requests.size(); ++i) requests[i] = as_transfer(mpi[i]);
+  return false;
 }
 
 // Holds the MPI lock for a call that needs MPI running.
@@ -69,11 +99,13 @@ void MpiLink::post_locked(Way way, const std::byte* at, int count, MPI_Datatype 
                           Requests& into) {
   // MPI's send takes a const buffer; only a receive writes it.
   void* buffer = const_cast<std::byte*>(at);
+  MPI_Request request = MPI_REQUEST_NULL;
   if (way == Way::kSend) {
-    check_mpi(MPI_Isend(buffer, count, type, process, tag, comm_, &into.emplace_back()), "MPI_Isend");
+    check_mpi(MPI_Isend(buffer, count, type, process, tag, comm_, &request), "MPI_Isend");
   } else {
-    check_mpi(MPI_Irecv(buffer, count, type, process, tag, comm_, &into.emplace_back()), "MPI_Irecv");
+    check_mpi(MPI_Irecv(buffer, count, type, process, tag, comm_, &request), "MPI_Irecv");
   }
+  into.push_back(as_transfer(request));
 }
 
 void MpiLink::post_bytes_locked(Way way, const std::byte* at, size_t bytes, int process, int tag, Requests& into) {
@@ -197,10 +229,7 @@ void MpiLink::flush_owned(std::chrono::milliseconds within) {
 
 void MpiLink::reap_owned_locked() {
   for (auto it = owned_.begin(); it != owned_.end();) {
-    int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(it->requests.size()), it->requests.data(), &done, MPI_STATUSES_IGNORE),
-              "MPI_Testall");
-    it = done ? owned_.erase(it) : std::next(it);
+    it = test_all_locked(it->requests) ? owned_.erase(it) : std::next(it);
   }
 }
 
@@ -213,11 +242,7 @@ bool MpiLink::test(Requests& requests) {
     check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
     return true;
   }
-  int done = 0;
-  check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
-            "MPI_Testall");
-  if (done) requests.clear();
-  return done != 0;
+  return test_all_locked(requests);
 }
 
 std::optional<std::string> MpiLink::try_take(int process, int tag, int* source) {
@@ -232,7 +257,7 @@ std::optional<std::string> MpiLink::try_take(int process, int tag, int* source, 
   int found = 0;
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
-  check_mpi(MPI_Improbe(process, tag, comm_, &found, &message, &status), "MPI_Improbe");
+  check_mpi(MPI_Improbe(process == kAnyProcess ? MPI_ANY_SOURCE : process, tag, comm_, &found, &message, &status), "MPI_Improbe");
   if (!found) return std::nullopt;
   int count = 0;
   check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
@@ -251,7 +276,8 @@ std::optional<std::string> MpiLink::try_take(int process, int tag, int* source, 
 void MpiLink::abandon(Requests& requests) {
   std::lock_guard<std::mutex> lock(mu_);
   if (mpi_calls_closed()) return requests.clear();
-  for (MPI_Request& request : requests) {
+  for (const Transfer transfer : requests) {
+    MPI_Request request = as_request(transfer);
     if (request != MPI_REQUEST_NULL) MPI_Cancel(&request);
     // Freed, not waited for: MPI finishes or drops it on its own.
     if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);

@@ -39,34 +39,12 @@
 #include <vector>
 
 #include "comm/protocol/pacing.h"
+#include "comm/protocol/transport.h"
 
 namespace ordo::comm {
 
-using Requests = std::vector<MPI_Request>;
-
-// A strided region of a buffer, in bytes: `count` blocks of `block` bytes,
-// `stride` apart, from `offset` on (what one member needs of another's
-// tensor in reduce_scatter and all_to_all).
-struct Region {
-  size_t offset = 0;
-  size_t count = 1;
-  size_t block = 0;
-  size_t stride = 0;
-  size_t bytes() const { return count * block; }
-};
-
 // The longest message send, receive and a region go as (MPI counts in int).
 inline constexpr size_t kMessagePieceBytes = size_t{1} << 30;
-
-// Where the body that follows a message taken by try_take goes: `bytes`
-// into `data`, from the sender on `tag`, its receives into `requests`.
-// bytes == 0: nothing follows.
-struct Followers {
-  std::byte* data = nullptr;
-  size_t bytes = 0;
-  int tag = 0;
-  Requests* requests = nullptr;
-};
 
 class MpiLink {
  public:
@@ -108,7 +86,6 @@ class MpiLink {
   // followers_of(message, source) places (called holding the MPI lock: it
   // must neither call the link nor take a lock), posted in the same hold,
   // so that bodies are matched in the order their messages were taken.
-  using FollowersOf = std::function<Followers(const std::string& message, int source)>;
   std::optional<std::string> try_take(int process, int tag, int* source, const FollowersOf& followers_of);
   // Gives up on requests that cannot complete (a peer failed): receives
   // are cancelled, and the buffers of sends must stay alive (the caller

@@ -208,12 +208,21 @@ void check_mpi(int rc, const char* what) {
   throw_error<CollectiveError>(what, " failed: ", text);
 }
 
-MpiWorld::MpiWorld(MPI_Comm comm, Topology topology, std::vector<std::string> host_names, std::vector<int> pids)
-    : comm_(comm), topology_(std::move(topology)), host_names_(std::move(host_names)), pids_(std::move(pids)) {
-  for (size_t p = 0; p < pids_.size(); ++p) {
-    descriptions_.push_back(process_name(static_cast<int>(p), host_names_[p], pids_[p]));
-  }
+namespace {
+
+std::vector<std::string> process_names(const std::vector<std::string>& host_names, const std::vector<int>& pids) {
+  std::vector<std::string> names;
+  for (size_t p = 0; p < pids.size(); ++p) names.push_back(process_name(static_cast<int>(p), host_names[p], pids[p]));
+  return names;
 }
+
+}  // namespace
+
+MpiWorld::MpiWorld(MPI_Comm comm, Topology topology, std::vector<std::string> host_names, std::vector<int> pids)
+    : comm_(comm),
+      processes_(std::move(topology), process_names(host_names, pids)),
+      host_names_(std::move(host_names)),
+      pids_(std::move(pids)) {}
 
 const MpiWorld& MpiWorld::join(int local_devices) {
   std::lock_guard<std::mutex> lock(g_join_mu);
@@ -269,8 +278,5 @@ void MpiWorld::record_peer_failure(const std::string& reason) {
   if (g_peer_failure.empty()) g_peer_failure = reason;
 }
 
-const std::string& MpiWorld::describe_process(int process) const {
-  return descriptions_[static_cast<size_t>(process)];
-}
 
 }  // namespace ordo::comm

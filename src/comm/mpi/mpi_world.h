@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/protocol/transport.h"
 #include "comm/topology.h"
 
 namespace ordo::comm {
@@ -55,15 +56,17 @@ class MpiWorld {
   // first one recorded): see above.
   static void record_peer_failure(const std::string& reason);
 
-  const Topology& topology() const { return topology_; }
-  int rank() const { return topology_.process(); }
-  int size() const { return topology_.process_count(); }
+  // The job's processes, as the protocol sees them (protocol/transport.h).
+  const Processes& processes() const { return processes_; }
+  const Topology& topology() const { return processes_.topology(); }
+  int rank() const { return processes_.rank(); }
+  int size() const { return processes_.size(); }
   // Where process p runs, for messages: the host name and the pid.
   const std::string& host_name(int process) const { return host_names_[static_cast<size_t>(process)]; }
   int pid(int process) const { return pids_[static_cast<size_t>(process)]; }
   // "process 1 (host vm, pid 4242)": made once, as every message
   // received is decoded with it.
-  const std::string& describe_process(int process) const;
+  const std::string& describe_process(int process) const { return processes_.describe_process(process); }
   // ordo's own communicator (a duplicate of MPI_COMM_WORLD, errors
   // returned rather than fatal), so that no other user of MPI in the
   // process matches ordo's messages.
@@ -76,10 +79,9 @@ class MpiWorld {
   MpiWorld(MPI_Comm comm, Topology topology, std::vector<std::string> host_names, std::vector<int> pids);
 
   MPI_Comm comm_;
-  Topology topology_;
+  Processes processes_;
   std::vector<std::string> host_names_;  // by process
   std::vector<int> pids_;                // by process
-  std::vector<std::string> descriptions_;  // by process
 };
 
 // The MPI lock: ordo calls MPI holding it (MPI_THREAD_SERIALIZED), after

@@ -1,12 +1,12 @@
-// One kind of message of a group (its headers, or its retractions)
-// from one other process, received into a buffer posted before they come.
-// MPI then matches a message as it lands and copies it once, into that
+// The MPI transport's inbox (protocol/transport.h): one kind of message
+// of a group (its headers, or its retractions) from one other process,
+// received into a buffer posted before they come. MPI then matches a message as it lands and copies it once, into that
 // buffer; a probed message would first wait in MPI's unexpected queue and
 // be copied again when taken (1 KiB each way between two processes here:
 // 0.7-1.3 us posted against 1.2-1.6 us probed).
 //
-//   PostedInbox inbox(link, process, plan.headers);
-//   PostedInbox::send(link, encode_message(...), process, plan.headers);
+//   PostedInbox inbox(link, rings, process, plan.headers);
+//   PostedInbox::send(link, rings, encode_message(...), process, plan.headers);
 //   while (std::optional<std::string_view> bytes = inbox.try_take()) decode_message(*bytes, ...);
 //
 // A message longer than the posted buffer (a large eager input, a long
@@ -30,16 +30,11 @@
 
 #include "comm/mpi/host_rings.h"
 #include "comm/mpi/mpi_link.h"
+#include "comm/protocol/transport.h"
 
 namespace ordo::comm {
 
-// The two tags of one kind of message of a group.
-struct PostedTags {
-  int tag = 0;
-  int overflow_tag = 0;  // messages longer than PostedInbox::kPostedBytes
-};
-
-class PostedInbox {
+class PostedInbox final : public Inbox {
  public:
   // The posted buffer: a header with a 1 KiB all_reduce's inputs for a few
   // members fits.
@@ -47,13 +42,13 @@ class PostedInbox {
 
   // rings: this host's (null: none), used when they reach process.
   PostedInbox(MpiLink& link, HostRings* rings, int process, PostedTags tags);
-  ~PostedInbox();
+  ~PostedInbox() override;
   PostedInbox(const PostedInbox&) = delete;
   PostedInbox& operator=(const PostedInbox&) = delete;
 
   // The next message from the process, if it has come; the bytes stay
   // valid until the next call.
-  std::optional<std::string_view> try_take();
+  std::optional<std::string_view> try_take() override;
 
   // Sends message as the next one of its kind to process (to its inbox
   // there): through rings when they reach it.

@@ -91,14 +91,7 @@ class ProcessMesh {
   // The mesh if this process made one, else nullptr.
   static ProcessMesh* joined();
 
-  struct Handlers {
-    // e.g. "process 1 (host vm, pid 42) died: its connection closed without a goodbye"
-    std::function<void(int process, const std::string& reason)> process_died;
-    // "process 1 (host vm, pid 42) finished its program": its goodbye came.
-    std::function<void(int process, const std::string& reason)> process_finished;
-    // From another process.
-    std::function<void(const DeviceNews&)> device_news;
-  };
+  using Handlers = NewsHandlers;  // protocol/transport.h
   // Replaces the handlers (empty functions: nobody listens; deaths and
   // goodbyes are still recorded, and replayed to the next handlers, and
   // device news kept for the next device_news handler).

@@ -122,15 +122,17 @@ class LookAgain {
 // or its return, may still be on its way).
 class GoneGrace {
  public:
+  explicit GoneGrace(std::chrono::milliseconds grace = kGoneGrace) : grace_(grace) {}
   // The device seen gone now: whether its grace is over.
   bool over(PaceClock::time_point now) {
     if (!since_) since_ = now;
-    return now - *since_ >= kGoneGrace;
+    return now - *since_ >= grace_;
   }
   // No device awaited is gone any more.
   void reset() { since_.reset(); }
 
  private:
+  std::chrono::milliseconds grace_;
   std::optional<PaceClock::time_point> since_;
 };
 

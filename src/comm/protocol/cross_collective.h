@@ -37,21 +37,20 @@
 
 #include "comm/fingerprint.h"
 #include "comm/device_status.h"
-#include "comm/mpi/cross_data.h"
-#include "comm/mpi/posted_inbox.h"
-#include "comm/mpi/local_meeting.h"
-#include "comm/mpi/message_header.h"
-#include "comm/mpi/mpi_link.h"
-#include "comm/mpi/mpi_world.h"
-#include "comm/mpi/progress_board.h"
+#include "comm/protocol/cross_data.h"
+#include "comm/protocol/transport.h"
+#include "comm/protocol/local_meeting.h"
+#include "comm/protocol/message_header.h"
+#include "comm/protocol/transport.h"
+#include "comm/protocol/transport.h"
+#include "comm/protocol/progress_board.h"
 
 namespace ordo::comm {
 
 // What the communicator shares with its leaders.
 struct Peers {
-  const MpiWorld& world;
-  MpiLink& link;
-  HostRings* rings;  // this host's other processes, through shared memory (null: none)
+  const Processes& world;
+  Transport& link;
   const DeviceStatus& status;
   ProgressBoard& board;
 };
@@ -129,7 +128,7 @@ class CrossCollective {
   const GroupPlan& plan_;
   std::vector<Fingerprint> fingerprints_;  // by local member
   // By process position (none for this one).
-  std::vector<std::unique_ptr<PostedInbox>> headers_, retractions_;
+  std::vector<std::unique_ptr<Inbox>> headers_, retractions_;
   Scratch scratch_;
   // The leader's header and what it hears, kept from one collective to the
   // next so that a small one allocates nothing: by process position

@@ -1,6 +1,6 @@
-#include "comm/mpi/progress_board.h"
+#include "comm/protocol/progress_board.h"
 
-#include "comm/mpi/wire.h"
+#include "comm/protocol/wire.h"
 #include "ordo/error.h"
 
 namespace ordo::comm {
@@ -31,7 +31,7 @@ std::string ProgressBoard::Seen::doing(int64_t number, const std::string& waitin
   return str_cat("has not reached a collective since its collective #", started - 1, " (", latest, ")");
 }
 
-ProgressBoard::ProgressBoard(const MpiWorld& world, MpiLink& link)
+ProgressBoard::ProgressBoard(const Processes& world, Transport& link)
     : world_(world), link_(link), records_(static_cast<size_t>(world.topology().local_devices())) {}
 
 int64_t ProgressBoard::start(GlobalOrdinal device, const Note& note) {
@@ -100,7 +100,7 @@ void ProgressBoard::forget(uint64_t question) {
 
 void ProgressBoard::pump() {
   int source = 0;
-  while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kQuestionTag, &source)) {
+  while (std::optional<std::string> bytes = link_.try_take(kAnyProcess, kQuestionTag, &source)) {
     WireReader in(*bytes, "progress questions", world_.describe_process(source));
     if (in.word() != kQuestionMagic) in.malformed("no header");
     const uint64_t question = in.word();
@@ -121,7 +121,7 @@ void ProgressBoard::pump() {
     put_word(answer, static_cast<uint64_t>(s.sequence));
     link_.send_owned(std::move(answer), source, kAnswerTag);
   }
-  while (std::optional<std::string> bytes = link_.try_take(MPI_ANY_SOURCE, kAnswerTag, &source)) {
+  while (std::optional<std::string> bytes = link_.try_take(kAnyProcess, kAnswerTag, &source)) {
     WireReader in(*bytes, "progress questions", world_.describe_process(source));
     if (in.word() != kAnswerMagic) in.malformed("no header");
     const uint64_t question = in.word();

@@ -1,4 +1,4 @@
-#include "comm/mpi/cross_data.h"
+#include "comm/protocol/cross_data.h"
 
 #include <algorithm>
 #include <cstring>

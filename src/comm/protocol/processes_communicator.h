@@ -1,26 +1,25 @@
-// The MPI backend: the Communicator of one process of a job started by
-// mpirun. The process drives its own devices (threads); every other
-// device of the world belongs to another process.
+// The protocol among processes: the Communicator of one process of a job
+// whose devices live in several processes, over a transport
+// (transport.h: MPI under mpirun, mpi/; in-memory queues run by a seeded
+// schedule in tests, simulated/). The process drives its own devices
+// (threads); every other device of the world belongs to another process.
 //
 // - A group whose members are all in this process meets in memory
-//   (protocol/local_groups.h, as in the in-process backend), and so does
-//   an exchange whose participants all are (protocol/local_exchange.h).
+//   (local_groups.h, as in the in-process backend), and so does an
+//   exchange whose participants all are (local_exchange.h).
 // - A group that spans processes: this process's members meet locally
 //   (local_meeting.h), and once all have come one of them, the leader (a
 //   fixed member, a different one in neighbouring processes), runs the
 //   collective with the other processes for all of them
-//   (cross_collective.h), moving bytes with MPI point to point and
-//   computing with the protocol's data movement and reduction in the
-//   group's rank order (protocol/data_movement.h, comm/reduction.h), so
-//   that a result is bitwise the same whatever the layout of processes
-//   and devices.
-// - The exchange (rendezvous) goes to every participant (mpi_exchange.h).
+//   (cross_collective.h), moving bytes point to point and computing with
+//   the protocol's data movement and reduction in the group's rank order
+//   (data_movement.h, comm/reduction.h), so that a result is bitwise the
+//   same whatever the layout of processes and devices.
+// - The exchange (rendezvous) goes to every participant (cross_exchange.h).
 // - News of devices (failed, absent, present again) and of processes
-//   that die travel on the process mesh (process_mesh.h), beside MPI,
-//   which reports neither.
+//   that die or finish come from the transport.
 //
-//   const MpiWorld& world = MpiWorld::join(/*local_devices=*/2);
-//   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);
+//   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);  // mpi/mpi_transport.h
 //
 // Each device's progress (progress_board.h) is recorded at every
 // collective, so that a leader waiting for another process can ask what
@@ -29,40 +28,34 @@
 // Locking: routes_[i] is used only by whoever runs local device i's tasks
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
-// Order: a meeting's lock, then the exchange's, then the link's (the MPI
-// lock), a leaf; DeviceStatus is a leaf too (one, shared with the local
-// groups and the local exchange).
+// Order: a meeting's lock, then the exchange's, then the transport's, a
+// leaf; DeviceStatus is a leaf too (one, shared with the local groups and
+// the local exchange).
 #pragma once
 
 #include <map>
 #include <memory>
-#include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/device_status.h"
-#include "comm/mpi/cross_collective.h"
-#include "comm/mpi/host_rings.h"
-#include "comm/mpi/local_meeting.h"
-#include "comm/mpi/mpi_exchange.h"
-#include "comm/mpi/mpi_link.h"
-#include "comm/mpi/mpi_world.h"
-#include "comm/mpi/progress_board.h"
+#include "comm/protocol/cross_collective.h"
+#include "comm/protocol/cross_exchange.h"
 #include "comm/protocol/local_exchange.h"
 #include "comm/protocol/local_groups.h"
+#include "comm/protocol/local_meeting.h"
+#include "comm/protocol/progress_board.h"
+#include "comm/protocol/transport.h"
 
 namespace ordo::comm {
 
-class ProcessMesh;
-
-class MpiCommunicator : public Communicator {
+class ProcessesCommunicator : public Communicator {
  public:
-  // piece_bytes: the longest MPI message (mpi_link.h); smaller only in
-  // tests of the cutting.
-  explicit MpiCommunicator(const MpiWorld& world, size_t piece_bytes = kMessagePieceBytes);
-  ~MpiCommunicator() override;
+  explicit ProcessesCommunicator(std::unique_ptr<Transport> transport);
+  ~ProcessesCommunicator() override;
 
   int world_size() const override { return world_.topology().world_size(); }
   void run(const CollectiveCall& call) override;
@@ -109,35 +102,25 @@ class MpiCommunicator : public Communicator {
   class MemberChecks;
   // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
   const std::string* keep_locked(std::string text);
-  // What this process sent leaves it before news of its devices does (the
-  // news travel on the mesh and could overtake it).
-  void flush_sends();
   // After news of a device: the local groups' and exchange's sleepers look again.
   void wake_local_waiters();
   // News from another process, or of one that ended.
   void hear(GlobalOrdinal device, const std::string& reason, Gone how);
-  // A collective or exchange with other processes failed: the mesh keeps
-  // it for this process's exit (process_mesh.h), then it is raised.
+  // A collective or exchange with other processes failed: the transport
+  // hears of it (the MPI one keeps it for this process's exit), then it is raised.
   [[noreturn]] void give_up(const device::Failure& failure);
   // What earlier failures left (out_of_step), if anything.
   std::optional<std::string> why_out_of_step();
 
-  const MpiWorld& world_;
-  // A communicator of MPI's own for each of ordo's, so that messages left
-  // by a collective that failed under an earlier one are never taken for
-  // this one's (every process makes them in step: runtime starts are).
-  MPI_Comm comm_;
-  MpiLink link_;
-  // Headers to and from this host's other processes (null: by MPI);
-  // outlives meetings_, whose inboxes read it.
-  std::unique_ptr<HostRings> rings_;
+  // Outlives meetings_, whose inboxes read it.
+  const std::unique_ptr<Transport> transport_;
+  const Processes& world_;
   DeviceStatus status_;
   LocalGroups local_groups_;      // groups within this process
   LocalExchange local_exchange_;  // exchanges within this process
   ProgressBoard board_;
   Peers peers_;
-  MpiExchange exchange_;
-  ProcessMesh& mesh_;
+  CrossExchange exchange_;
   // The first collective or exchange with other processes that failed.
   std::mutex gave_up_mu_;
   std::optional<std::string> gave_up_on_;  // guarded by gave_up_mu_
@@ -145,14 +128,13 @@ class MpiCommunicator : public Communicator {
   std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
   std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
-  // Answers other processes' questions (progress_board.h), and moves the
-  // ring records that waited for room, every few milliseconds, even while
-  // every device of this process computes.
-  std::atomic<bool> stopping_{false};
+  // Answers other processes' questions (progress_board.h), and keeps the
+  // transport moving (Transport::upkeep), every few milliseconds, even
+  // while every device of this process computes.
+  std::mutex stopping_mu_;
+  std::condition_variable stopping_cv_;
+  bool stopping_ = false;  // guarded by stopping_mu_
   std::thread answering_;
 };
-
-std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world,
-                                                    size_t piece_bytes = kMessagePieceBytes);
 
 }  // namespace ordo::comm

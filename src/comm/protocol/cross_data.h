@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/mpi/group_plan.h"
-#include "comm/mpi/mpi_link.h"
+#include "comm/protocol/group_plan.h"
+#include "comm/protocol/transport.h"
 #include "device/device_data.h"
 
 namespace ordo::comm {
@@ -48,7 +48,7 @@ class Scratch {
 class Transfers {
  public:
   using Wait = std::function<std::optional<device::Failure>(Requests&)>;
-  Transfers(MpiLink& link, const GroupPlan& plan, Wait wait) : link_(link), plan_(plan), wait_(std::move(wait)) {}
+  Transfers(Transport& link, const GroupPlan& plan, Wait wait) : link_(link), plan_(plan), wait_(std::move(wait)) {}
   ~Transfers();
 
   // To or from the process at `position` in the plan, in batch `batch`.
@@ -64,7 +64,7 @@ class Transfers {
  private:
   Requests& batch(size_t b);
 
-  MpiLink& link_;
+  Transport& link_;
   const GroupPlan& plan_;
   Wait wait_;
   std::vector<Requests> batches_;

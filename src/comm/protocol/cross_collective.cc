@@ -1,4 +1,4 @@
-#include "comm/mpi/cross_collective.h"
+#include "comm/protocol/cross_collective.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,6 +6,7 @@
 #include "comm/deadlines.h"
 #include "comm/describe.h"
 #include "comm/protocol/data_movement.h"
+#include "comm/protocol/pacing.h"
 #include "core/check.h"
 #include "core/interrupt.h"
 
@@ -158,7 +159,7 @@ class CrossCollective::Watch {
   const bool interruptible_;
   const char* const waiting_for_;
   std::optional<Deadlines> deadlines_;           // from the first check on, as the clocks below
-  GoneGrace gone_grace_;  // from when an awaited member was first seen gone
+  GoneGrace gone_grace_{owner_.peers_.link.gone_grace()};  // from when an awaited member was first seen gone
   Clock::time_point started_;
   Clock::time_point next_question_;
   std::vector<std::pair<GlobalOrdinal, uint64_t>> questions_;  // (device, question) asked of its process
@@ -179,7 +180,7 @@ CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
     const bool other = p != plan_.me;
     const int process = plan_.processes[p];
     auto inbox = [&](PostedTags tags) {
-      return other ? std::make_unique<PostedInbox>(peers_.link, peers_.rings, process, tags) : nullptr;
+      return other ? peers_.link.open_inbox(process, tags) : nullptr;
     };
     headers_.push_back(inbox(plan_.headers));
     retractions_.push_back(inbox(plan_.retractions));
@@ -194,7 +195,7 @@ std::string CrossCollective::on(GlobalOrdinal device) const {
 
 void CrossCollective::send_to_others(const std::string& message, PostedTags tags) {
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
-    if (p != plan_.me) PostedInbox::send(peers_.link, peers_.rings, message, plan_.processes[p], tags);
+    if (p != plan_.me) peers_.link.send_small(message, plan_.processes[p], tags);
   }
 }
 

@@ -1,4 +1,4 @@
-#include "comm/mpi/mpi_exchange.h"
+#include "comm/protocol/cross_exchange.h"
 
 #include <cxxabi.h>
 
@@ -11,7 +11,8 @@
 
 #include "comm/deadlines.h"
 #include "comm/exchange_rules.h"
-#include "comm/mpi/wire.h"
+#include "comm/protocol/pacing.h"
+#include "comm/protocol/wire.h"
 #include "core/interrupt.h"
 
 namespace ordo::comm {
@@ -36,7 +37,7 @@ device::Failure sending_failure(std::string_view tag, GlobalOrdinal device, size
 
 }  // namespace
 
-MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board)
+CrossExchange::CrossExchange(const Processes& world, Transport& link, const DeviceStatus& status, ProgressBoard& board)
     : world_(world),
       link_(link),
       status_(status),
@@ -45,7 +46,7 @@ MpiExchange::MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatu
       waiting_in_(inboxes_.size()),
       rounds_(inboxes_.size()) {}
 
-MpiExchange::~MpiExchange() {
+CrossExchange::~CrossExchange() {
   // Bodies still coming are from peers that failed: MPI may still write
   // them, so they are kept until exit (reachable, for a leak checker).
   static auto* const parked_mu = new std::mutex;
@@ -59,20 +60,20 @@ MpiExchange::~MpiExchange() {
   }
 }
 
-int64_t MpiExchange::round_locked(size_t index, const Key& key) const {
+int64_t CrossExchange::round_locked(size_t index, const Key& key) const {
   const auto& next = rounds_[index].next;
   auto it = next.find(key);
   return it == next.end() ? 0 : it->second.first;
 }
 
-void MpiExchange::pass_round_locked(size_t index, const Key& key, int64_t round) {
+void CrossExchange::pass_round_locked(size_t index, const Key& key, int64_t round) {
   Rounds& rounds = rounds_[index];
   auto& [next, used] = rounds.next[key];
   used = ++rounds.uses;
   next = std::max(next, round + 1);
 }
 
-int64_t MpiExchange::take_round_locked(size_t index, const Key& key) {
+int64_t CrossExchange::take_round_locked(size_t index, const Key& key) {
   Rounds& rounds = rounds_[index];
   auto& [next, used] = rounds.next[key];
   used = ++rounds.uses;
@@ -89,7 +90,7 @@ int64_t MpiExchange::take_round_locked(size_t index, const Key& key) {
   return round;
 }
 
-std::string MpiExchange::encode(const Note& note, std::string_view body) {
+std::string CrossExchange::encode(const Note& note, std::string_view body) {
   std::string out;
   put_word(out, kNoteMagic);
   put_word(out, static_cast<uint64_t>(note.kind));
@@ -109,7 +110,7 @@ std::string MpiExchange::encode(const Note& note, std::string_view body) {
   return out;
 }
 
-MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) const {
+CrossExchange::Note CrossExchange::decode(const std::string& bytes, int source) const {
   WireReader in(bytes, "rendezvous", world_.describe_process(source));
   if (in.word() != kNoteMagic) in.malformed("no header");
   Note note;
@@ -139,16 +140,16 @@ MpiExchange::Note MpiExchange::decode(const std::string& bytes, int source) cons
   return note;
 }
 
-void MpiExchange::deliver(Note note) {
+void CrossExchange::deliver(Note note) {
   std::lock_guard<std::mutex> lock(mu_);
   inboxes_[world_.topology().local_device(GlobalOrdinal(note.receiver))->slot()].push_back(std::move(note));
 }
 
-void MpiExchange::pump() {
+void CrossExchange::pump() {
   std::unique_lock<std::mutex> pumping(pump_mu_, std::try_to_lock);
   if (!pumping.owns_lock()) return;  // another thread takes for every device
   int source = 0;
-  while (link_.try_take(MPI_ANY_SOURCE, kExchangeTag, &source, [this](const std::string& bytes, int from) {
+  while (link_.try_take(kAnyProcess, kExchangeTag, &source, [this](const std::string& bytes, int from) {
     Note note = decode(bytes, from);
     return followers_of(incoming_.emplace_back(Incoming{std::move(note), from, {}}));
   })) {
@@ -156,7 +157,7 @@ void MpiExchange::pump() {
   deliver_arrived_locked();
 }
 
-Followers MpiExchange::followers_of(Incoming& incoming) {
+Followers CrossExchange::followers_of(Incoming& incoming) {
   Note& note = incoming.note;
   const uint64_t bytes = note.body_follows;
   if (bytes == 0) return {};
@@ -186,7 +187,7 @@ Followers MpiExchange::followers_of(Incoming& incoming) {
   return {reinterpret_cast<std::byte*>(note.body.data()), bytes, kExchangeBodyTag, &incoming.body};
 }
 
-void MpiExchange::deliver_arrived_locked() {
+void CrossExchange::deliver_arrived_locked() {
   std::set<int> still_coming;  // processes whose earlier body is not in yet
   for (auto it = incoming_.begin(); it != incoming_.end();) {
     if (still_coming.count(it->source) || (!it->body.empty() && !link_.test(it->body))) {
@@ -199,7 +200,7 @@ void MpiExchange::deliver_arrived_locked() {
   }
 }
 
-void MpiExchange::tell(const Note& note) {
+void CrossExchange::tell(const Note& note) {
   for (int e : note.participants) {
     if (e == note.sender) continue;
     Note copy = note;
@@ -215,9 +216,9 @@ void MpiExchange::tell(const Note& note) {
 // One device's part in one round: what it has heard so far, and since
 // when the signs of a cycle or of a gone participant have held. Made when
 // the device enters the round (it then waits in it), gone when it leaves.
-class MpiExchange::Round {
+class CrossExchange::Round {
  public:
-  Round(MpiExchange& owner, const ExchangeCall& call, std::vector<int> participants);
+  Round(CrossExchange& owner, const ExchangeCall& call, std::vector<int> participants);
   ~Round();
   Round(const Round&) = delete;
   Round& operator=(const Round&) = delete;
@@ -266,7 +267,7 @@ class MpiExchange::Round {
   std::optional<device::Failure> gone_participant();
   void warn_if_due();
 
-  MpiExchange& owner_;
+  CrossExchange& owner_;
   const ExchangeCall& call_;
   const GlobalOrdinal me_;
   const size_t index_;  // me_'s local index
@@ -281,10 +282,10 @@ class MpiExchange::Round {
   bool cycle_seen_ = false;
   std::chrono::steady_clock::time_point cycle_since_;
   bool first_look_ = true;  // what came before this device did
-  GoneGrace gone_grace_;    // from when a participant waited for was seen gone
+  GoneGrace gone_grace_{owner_.link_.gone_grace()};  // from when a participant waited for was seen gone
 };
 
-MpiExchange::Round::Round(MpiExchange& owner, const ExchangeCall& call, std::vector<int> participants)
+CrossExchange::Round::Round(CrossExchange& owner, const ExchangeCall& call, std::vector<int> participants)
     : owner_(owner),
       call_(call),
       me_(call.device),
@@ -303,17 +304,17 @@ MpiExchange::Round::Round(MpiExchange& owner, const ExchangeCall& call, std::vec
   }
 }
 
-MpiExchange::Round::~Round() {
+CrossExchange::Round::~Round() {
   std::lock_guard<std::mutex> lock(owner_.mu_);
   owner_.waiting_in_[index_].reset();
 }
 
-size_t MpiExchange::Round::rank_of(int device) const {
+size_t CrossExchange::Round::rank_of(int device) const {
   const std::vector<int>& participants = key_.second;
   return static_cast<size_t>(std::find(participants.begin(), participants.end(), device) - participants.begin());
 }
 
-std::vector<int> MpiExchange::Round::missing() const {
+std::vector<int> CrossExchange::Round::missing() const {
   std::vector<int> out;
   for (size_t r = 0; r < key_.second.size(); ++r) {
     if (!have_[r]) out.push_back(key_.second[r]);
@@ -321,7 +322,7 @@ std::vector<int> MpiExchange::Round::missing() const {
   return out;
 }
 
-void MpiExchange::Round::send_payload() {
+void CrossExchange::Round::send_payload() {
   payloads_[rank_of(me_.value())] = std::string(call_.payload);
   have_[rank_of(me_.value())] = true;
   const Topology& topology = owner_.world_.topology();
@@ -345,7 +346,7 @@ void MpiExchange::Round::send_payload() {
   }
 }
 
-void MpiExchange::Round::drop_leftovers_locked(Inbox& inbox) const {
+void CrossExchange::Round::drop_leftovers_locked(Inbox& inbox) const {
   for (auto it = inbox.begin(); it != inbox.end();) {
     const int64_t current = is_mine(it->tag, it->participants)
                                 ? round_
@@ -354,7 +355,7 @@ void MpiExchange::Round::drop_leftovers_locked(Inbox& inbox) const {
   }
 }
 
-void MpiExchange::Round::pass_locked(Inbox& inbox, const std::string& tag, const std::vector<int>& of,
+void CrossExchange::Round::pass_locked(Inbox& inbox, const std::string& tag, const std::vector<int>& of,
                                      int64_t r) const {
   if (is_mine(tag, of)) return;  // this round: taken already
   owner_.pass_round_locked(index_, {tag, of}, r);
@@ -364,7 +365,7 @@ void MpiExchange::Round::pass_locked(Inbox& inbox, const std::string& tag, const
   }
 }
 
-std::optional<device::Failure> MpiExchange::Round::read_mismatch_notes_locked(Inbox& inbox) {
+std::optional<device::Failure> CrossExchange::Round::read_mismatch_notes_locked(Inbox& inbox) {
   std::optional<device::Failure> failure;
   for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
     if (it->kind != Note::Kind::kMismatch) {
@@ -396,14 +397,14 @@ std::optional<device::Failure> MpiExchange::Round::read_mismatch_notes_locked(In
   return failure;
 }
 
-bool MpiExchange::Round::given_up_locked(const Inbox& inbox, const Note& payload) {
+bool CrossExchange::Round::given_up_locked(const Inbox& inbox, const Note& payload) {
   return std::any_of(inbox.begin(), inbox.end(), [&](const Note& n) {
     return n.kind == Note::Kind::kGivenUp && n.sender == payload.sender && n.round == payload.round &&
            n.tag == payload.tag && n.participants == payload.participants;
   });
 }
 
-std::optional<device::Failure> MpiExchange::Round::take_note_locked(Note& note, bool awaited) {
+std::optional<device::Failure> CrossExchange::Round::take_note_locked(Note& note, bool awaited) {
   if (note.kind == Note::Kind::kGivenUp) {
     if (note.code != ErrorCode::kCollectiveTimeout) return device::Failure{note.code, note.body};
     if (first_look_) return exchange_given_up(call_.tag, note.body);
@@ -417,7 +418,7 @@ std::optional<device::Failure> MpiExchange::Round::take_note_locked(Note& note, 
   return std::nullopt;
 }
 
-std::optional<device::Failure> MpiExchange::Round::read_round_locked(Inbox& inbox, bool& in_cycle) {
+std::optional<device::Failure> CrossExchange::Round::read_round_locked(Inbox& inbox, bool& in_cycle) {
   std::optional<device::Failure> failure;
   for (auto it = inbox.begin(); it != inbox.end() && !failure;) {
     const bool mine = is_mine(it->tag, it->participants);
@@ -442,7 +443,7 @@ std::optional<device::Failure> MpiExchange::Round::read_round_locked(Inbox& inbo
   return failure;
 }
 
-std::optional<device::Failure> MpiExchange::Round::read_inbox() {
+std::optional<device::Failure> CrossExchange::Round::read_inbox() {
   std::lock_guard<std::mutex> lock(owner_.mu_);
   Inbox& inbox = owner_.inboxes_[index_];
   drop_leftovers_locked(inbox);
@@ -455,8 +456,8 @@ std::optional<device::Failure> MpiExchange::Round::read_inbox() {
   return failure;
 }
 
-device::Failure MpiExchange::Round::cycle_failure(const Note& theirs) const {
-  const MpiWorld& world = owner_.world_;
+device::Failure CrossExchange::Round::cycle_failure(const Note& theirs) const {
+  const Processes& world = owner_.world_;
   return device::Failure{
       ErrorCode::kCollectiveMismatch,
       str_cat("rendezvous mismatch: device ", me_, " waits in ", describe_tag(call_.tag), " (round ", round_,
@@ -466,7 +467,7 @@ device::Failure MpiExchange::Round::cycle_failure(const Note& theirs) const {
               ") for device ", me_, ": they can never meet")};
 }
 
-std::optional<device::Failure> MpiExchange::Round::interruption() const {
+std::optional<device::Failure> CrossExchange::Round::interruption() const {
   if (interrupted()) {
     const std::string& cause = interrupt_cause();
     return exchange_interrupted(call_.tag, me_, cause.empty() ? "" : str_cat(" by ", cause, " while it waited"));
@@ -479,7 +480,7 @@ std::optional<device::Failure> MpiExchange::Round::interruption() const {
   return std::nullopt;
 }
 
-std::optional<device::Failure> MpiExchange::Round::gone_participant() {
+std::optional<device::Failure> CrossExchange::Round::gone_participant() {
   // News of another process's devices comes beside MPI: a device that
   // was absent and is driven again may send before its return is heard
   // of, so a gone participant fails the round only if it stays gone.
@@ -499,7 +500,7 @@ std::optional<device::Failure> MpiExchange::Round::gone_participant() {
   return std::nullopt;
 }
 
-void MpiExchange::Round::warn_if_due() {
+void CrossExchange::Round::warn_if_due() {
   if (!deadlines_.warning_due()) return;
   const std::string message =
       slow_wait_warning(me_, deadlines_.warn_seconds(), describe_tag(call_.tag), describe_group(missing()));
@@ -512,7 +513,7 @@ void MpiExchange::Round::warn_if_due() {
   }
 }
 
-std::optional<device::Failure> MpiExchange::Round::check_wait() {
+std::optional<device::Failure> CrossExchange::Round::check_wait() {
   if (std::optional<device::Failure> failure = interruption()) return failure;
   if (std::optional<device::Failure> failure = gone_participant()) return failure;
   warn_if_due();
@@ -520,7 +521,7 @@ std::optional<device::Failure> MpiExchange::Round::check_wait() {
   return std::nullopt;
 }
 
-void MpiExchange::Round::give_up(device::Failure failure) {
+void CrossExchange::Round::give_up(device::Failure failure) {
   const int me = me_.value();  // notes carry ordinals as data
   Note note{Note::Kind::kGivenUp, me, me, round_, key_.first, key_.second, failure.message, 0, {}, {}, -1,
             failure.code};
@@ -539,7 +540,7 @@ void MpiExchange::Round::give_up(device::Failure failure) {
   failure.raise();
 }
 
-std::vector<std::string> MpiExchange::exchange(const ExchangeCall& call, std::vector<int> participants) {
+std::vector<std::string> CrossExchange::exchange(const ExchangeCall& call, std::vector<int> participants) {
   Round round(*this, call, std::move(participants));
   try {
     round.send_payload();

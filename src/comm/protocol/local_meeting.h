@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/mpi/group_plan.h"
+#include "comm/protocol/group_plan.h"
 #include "device/device_data.h"
 
 namespace ordo::comm {

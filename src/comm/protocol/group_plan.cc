@@ -1,9 +1,9 @@
-#include "comm/mpi/group_plan.h"
+#include "comm/protocol/group_plan.h"
 
 #include <algorithm>
 
 #include "comm/communicator.h"
-#include "comm/mpi/channel_tags.h"
+#include "comm/protocol/channel_tags.h"
 #include "core/check.h"
 
 namespace ordo::comm {

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi/mpi_link.h"
-#include "comm/mpi/mpi_world.h"
+#include "comm/protocol/transport.h"
+#include "comm/protocol/transport.h"
 #include "core/device_numbers.h"
 #include "ir/ops.h"
 
@@ -41,7 +41,7 @@ inline constexpr int kAnswerTag = 3;
 
 class ProgressBoard {
  public:
-  ProgressBoard(const MpiWorld& world, MpiLink& link);
+  ProgressBoard(const Processes& world, Transport& link);
 
   struct Note {
     ir::OpKind op;
@@ -90,8 +90,8 @@ class ProgressBoard {
     std::vector<Note> notes = std::vector<Note>(kHistory);  // collective #n at n % kHistory
   };
 
-  const MpiWorld& world_;
-  MpiLink& link_;
+  const Processes& world_;
+  Transport& link_;
   mutable std::mutex mu_;
   std::vector<Record> records_;  // by local device index
   uint64_t last_question_ = 0;

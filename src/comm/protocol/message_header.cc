@@ -1,4 +1,4 @@
-#include "comm/mpi/message_header.h"
+#include "comm/protocol/message_header.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "comm/mpi/channel_tags.h"
+#include "comm/protocol/channel_tags.h"
 
 #include <cstdint>
 

@@ -49,21 +49,21 @@
 
 #include "comm/communicator.h"
 #include "comm/device_status.h"
-#include "comm/mpi/mpi_link.h"
-#include "comm/mpi/mpi_world.h"
-#include "comm/mpi/progress_board.h"
+#include "comm/protocol/transport.h"
+#include "comm/protocol/transport.h"
+#include "comm/protocol/progress_board.h"
 
 namespace ordo::comm {
 
 inline constexpr int kExchangeTag = 1;
 inline constexpr int kExchangeBodyTag = 4;  // payloads that follow their notes
 
-class MpiExchange {
+class CrossExchange {
  public:
-  MpiExchange(const MpiWorld& world, MpiLink& link, const DeviceStatus& status, ProgressBoard& board);
-  ~MpiExchange();
-  MpiExchange(const MpiExchange&) = delete;
-  MpiExchange& operator=(const MpiExchange&) = delete;
+  CrossExchange(const Processes& world, Transport& link, const DeviceStatus& status, ProgressBoard& board);
+  ~CrossExchange();
+  CrossExchange(const CrossExchange&) = delete;
+  CrossExchange& operator=(const CrossExchange&) = delete;
 
   // call.device is this process's; the participants span processes.
   std::vector<std::string> exchange(const ExchangeCall& call, std::vector<int> participants);
@@ -124,8 +124,8 @@ class MpiExchange {
   // The device will not take part in key's rounds before round + 1.
   void pass_round_locked(size_t index, const Key& key, int64_t round);
 
-  const MpiWorld& world_;
-  MpiLink& link_;
+  const Processes& world_;
+  Transport& link_;
   const DeviceStatus& status_;
   ProgressBoard& board_;  // answered while waiting
   std::mutex pump_mu_;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi/posted_inbox.h"
+#include "comm/protocol/transport.h"
 #include "comm/topology.h"
 
 namespace ordo::comm {

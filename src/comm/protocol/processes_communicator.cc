@@ -1,4 +1,4 @@
-#include "comm/mpi/mpi_communicator.h"
+#include "comm/protocol/processes_communicator.h"
 
 #include <algorithm>
 #include <numeric>
@@ -6,60 +6,30 @@
 #include "comm/deadlines.h"
 #include "comm/describe.h"
 #include "comm/exchange_rules.h"
-#include "comm/mpi/process_mesh.h"
-#include "comm/mpi/start_waits.h"
+#include "comm/protocol/pacing.h"
 #include "core/check.h"
 #include "core/interrupt.h"
 #include "device/cpu_placement.h"
 
 namespace ordo::comm {
-namespace {
 
-// How long news of a device waits for what the process sent before it
-// (the news travel on the mesh, beside MPI, and could overtake it).
-constexpr auto kNewsAfterSends = std::chrono::milliseconds(1000);
-
-int tag_upper_bound(MPI_Comm comm) {
-  int* value = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(comm, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
-  return found && value != nullptr ? *value : 32767;
-}
-
-// The runtime's own communicator, once every process has come to this
-// start: a process held between two runtimes (in Python, say) is named
-// at the collective timeout, as one held before MPI is (start_waits.h).
-MPI_Comm open_runtime_comm(const MpiWorld& world) {
-  const StartPlace place{world.describe_process(world.rank()), "the start of a runtime"};
-  const auto describe = [&world](int q) { return world.describe_process(q); };
-  meet_at_start(world.comm(), "", place, describe);
-  // Every process has come: the duplicate waits only for one that ended
-  // since, and is bounded all the same.
-  return duplicate_at_start(world.comm(), place, [&world] { return any_other_process(world.rank(), world.size()); });
-}
-
-}  // namespace
-
-MpiCommunicator::MpiCommunicator(const MpiWorld& world, size_t piece_bytes)
-    : world_(world),
-      comm_(open_runtime_comm(world)),
-      link_(comm_, piece_bytes),
-      rings_(HostRings::open(comm_, world.topology())),
-      local_groups_(world.topology().world_size(), status_),
-      local_exchange_(world.topology().world_size(), status_),
-      board_(world_, link_),
-      peers_{world_, link_, rings_.get(), status_, board_},
-      exchange_(world_, link_, status_, board_),
-      mesh_(ProcessMesh::join(world)),
-      routes_(static_cast<size_t>(world.topology().local_devices())) {
-  Backoff::set_oversubscribed(world.topology().host_devices() > device::usable_cpu_count());
+ProcessesCommunicator::ProcessesCommunicator(std::unique_ptr<Transport> transport)
+    : transport_(std::move(transport)),
+      world_(transport_->processes()),
+      local_groups_(world_.topology().world_size(), status_),
+      local_exchange_(world_.topology().world_size(), status_),
+      board_(world_, *transport_),
+      peers_{world_, *transport_, status_, board_},
+      exchange_(world_, *transport_, status_, board_),
+      routes_(static_cast<size_t>(world_.topology().local_devices())) {
+  Backoff::set_oversubscribed(world_.topology().host_devices() > device::usable_cpu_count());
   const auto process_ended = [this](Gone how) {
     return [this, how](int process, const std::string& reason) {
       const int devices = world_.topology().local_devices();
       for (int index = 0; index < devices; ++index) hear(GlobalOrdinal(process * devices + index), reason, how);
     };
   };
-  mesh_.set_handlers({process_ended(Gone::kFailed), process_ended(Gone::kFinished), [this](const DeviceNews& news) {
+  transport_->listen({process_ended(Gone::kFailed), process_ended(Gone::kFinished), [this](const DeviceNews& news) {
                         switch (news.kind) {
                           case DeviceNews::Kind::kFailed:
                             return hear(news.device, news.reason, Gone::kFailed);
@@ -70,32 +40,33 @@ MpiCommunicator::MpiCommunicator(const MpiWorld& world, size_t piece_bytes)
                         }
                       }});
   answering_ = std::thread([this] {
-    while (!stopping_.load(std::memory_order_acquire)) {
+    std::unique_lock<std::mutex> lock(stopping_mu_);
+    while (!stopping_) {
+      lock.unlock();
       try {
-        if (rings_) rings_->flush();
+        transport_->upkeep();
         board_.pump();
       } catch (const Error&) {
         // A malformed question changes nothing here; its asker times out.
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      lock.lock();
+      stopping_cv_.wait_for(lock, std::chrono::milliseconds(2), [this] { return stopping_; });
     }
   });
 }
 
-MpiCommunicator::~MpiCommunicator() {
-  stopping_.store(true, std::memory_order_release);
+ProcessesCommunicator::~ProcessesCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(stopping_mu_);
+    stopping_ = true;
+  }
+  stopping_cv_.notify_all();
   answering_.join();
-  mesh_.set_handlers({});
-  meetings_.clear();  // their posted receives are cancelled before the communicator goes
-  link_.free_communicator(comm_);
+  transport_->listen({});
+  meetings_.clear();  // their inboxes go before the transport
 }
 
-void MpiCommunicator::flush_sends() {
-  if (rings_) rings_->flush();  // what waited for room in a ring, as far as it fits now
-  link_.flush_owned(kNewsAfterSends);
-}
-
-void MpiCommunicator::hear(GlobalOrdinal device, const std::string& reason, Gone how) {
+void ProcessesCommunicator::hear(GlobalOrdinal device, const std::string& reason, Gone how) {
   if (device.value() < 0 || device.value() >= world_size() || world_.topology().is_local(device)) return;
   if (how == Gone::kAbsent) {
     status_.mark_absent(device, reason, status_.absence_epoch(device));
@@ -104,8 +75,8 @@ void MpiCommunicator::hear(GlobalOrdinal device, const std::string& reason, Gone
   }
 }
 
-void MpiCommunicator::give_up(const device::Failure& failure) {
-  mesh_.gave_up(failure.message);
+void ProcessesCommunicator::give_up(const device::Failure& failure) {
+  transport_->gave_up(failure.message);
   {
     std::lock_guard<std::mutex> lock(gave_up_mu_);
     if (!gave_up_on_) gave_up_on_ = failure.message;
@@ -113,7 +84,7 @@ void MpiCommunicator::give_up(const device::Failure& failure) {
   failure.raise();
 }
 
-std::optional<std::string> MpiCommunicator::why_out_of_step() {
+std::optional<std::string> ProcessesCommunicator::why_out_of_step() {
   if (std::optional<std::string> failed = status_.first_failed()) return failed;
   {
     std::lock_guard<std::mutex> lock(gave_up_mu_);
@@ -125,13 +96,13 @@ std::optional<std::string> MpiCommunicator::why_out_of_step() {
   return std::nullopt;
 }
 
-std::optional<std::string> MpiCommunicator::start_afresh(const std::function<void()>&) {
+std::optional<std::string> ProcessesCommunicator::start_afresh(const std::function<void()>&) {
   const std::optional<std::string> why = why_out_of_step();
   return str_cat("under mpirun the processes share the collectives' numbering, so what a failure left stays until "
                  "shutdown: ", why.value_or("nothing"));
 }
 
-MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, GlobalOrdinal device) {
+ProcessesCommunicator::Route ProcessesCommunicator::open_route(const ReplicaGroups& groups, GlobalOrdinal device) {
   ReplicaGroups canonical = ir::canonical_partition(groups, world_size());
   if (canonical.empty()) {
     canonical.emplace_back(static_cast<size_t>(world_size()));
@@ -147,7 +118,7 @@ MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, 
       return {nullptr, 0, partition, group_text};
     }
     std::unique_ptr<CrossGroup>& cross = meetings_[group];
-    if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, tag_upper_bound(comm_)), peers_);
+    if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, transport_->tag_upper_bound()), peers_);
     const GroupPlan& plan = cross->meeting.plan();
     size_t index = 0;
     while (plan.group[plan.local_ranks[index]] != device.value()) ++index;
@@ -156,13 +127,13 @@ MpiCommunicator::Route MpiCommunicator::open_route(const ReplicaGroups& groups, 
   ORDO_UNREACHABLE(": device ", device, " is in no replica group");
 }
 
-const std::string* MpiCommunicator::keep_locked(std::string text) {
+const std::string* ProcessesCommunicator::keep_locked(std::string text) {
   std::unique_ptr<std::string>& kept = texts_[text];
   if (!kept) kept = std::make_unique<std::string>(std::move(text));
   return kept.get();
 }
 
-MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device) {
+ProcessesCommunicator::Route& ProcessesCommunicator::route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device) {
   const std::optional<LocalDevice> local = world_.topology().local_device(device);
   ORDO_CHECK(local.has_value());
   DeviceRoutes& routes = routes_[local->slot()];
@@ -177,9 +148,9 @@ MpiCommunicator::Route& MpiCommunicator::route_for(const ir::CollectiveAttrs& at
   return routes.partitions.back().second;
 }
 
-class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
+class ProcessesCommunicator::MemberChecks final : public LocalMeeting::Checks {
  public:
-  MemberChecks(MpiCommunicator& comm, CrossGroup& group, const CollectiveCall* call, GlobalOrdinal device,
+  MemberChecks(ProcessesCommunicator& comm, CrossGroup& group, const CollectiveCall* call, GlobalOrdinal device,
                ir::OpKind op, int64_t number, const std::string& partition)
       : comm_(comm), group_(group), call_(call), device_(device), op_(op), number_(number), partition_(partition) {}
 
@@ -232,7 +203,7 @@ class MpiCommunicator::MemberChecks final : public LocalMeeting::Checks {
   }
 
  private:
-  MpiCommunicator& comm_;
+  ProcessesCommunicator& comm_;
   CrossGroup& group_;
   const CollectiveCall* const call_;  // null for an abandon
   const GlobalOrdinal device_;
@@ -259,7 +230,7 @@ class Finished {
 
 }  // namespace
 
-void MpiCommunicator::run(const CollectiveCall& call) {
+void ProcessesCommunicator::run(const CollectiveCall& call) {
   const int64_t arrived_ns = steady_now_ns();
   Route& route = route_for(call.attrs, call.device);
   if (route.group == nullptr) {
@@ -284,7 +255,7 @@ void MpiCommunicator::run(const CollectiveCall& call) {
   if (failure) give_up(*failure);
 }
 
-void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
+void ProcessesCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                               const std::string& reason) {
   Route& route = route_for(attrs, device);
   if (route.group == nullptr) {
@@ -301,48 +272,48 @@ void MpiCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, G
                         abandoned_failure(device, op, sequence, group.meeting.plan().group, reason), checks);
 }
 
-void MpiCommunicator::mark_device_failed(GlobalOrdinal device, const std::string& reason) {
+void ProcessesCommunicator::mark_device_failed(GlobalOrdinal device, const std::string& reason) {
   status_.mark_gone(device, Gone::kFailed, reason);
   wake_local_waiters();
   if (world_.topology().is_local(device)) {
-    flush_sends();
-    mesh_.announce({DeviceNews::Kind::kFailed, device, reason});
+    transport_->flush_sends();
+    transport_->announce({DeviceNews::Kind::kFailed, device, reason});
   }
 }
 
-void MpiCommunicator::mark_device_shut_down(GlobalOrdinal device, const std::string& reason) {
+void ProcessesCommunicator::mark_device_shut_down(GlobalOrdinal device, const std::string& reason) {
   status_.mark_gone(device, Gone::kFailed, reason);
   wake_local_waiters();
 }
 
-void MpiCommunicator::wake_local_waiters() {
+void ProcessesCommunicator::wake_local_waiters() {
   local_groups_.wake();
   local_exchange_.wake();
 }
 
-void MpiCommunicator::mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) {
+void ProcessesCommunicator::mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) {
   const bool current = status_.absence_epoch(device) == epoch;
   status_.mark_absent(device, reason, epoch);
   wake_local_waiters();
   if (current && world_.topology().is_local(device)) {
-    flush_sends();
-    mesh_.announce({DeviceNews::Kind::kAbsent, device, reason});
+    transport_->flush_sends();
+    transport_->announce({DeviceNews::Kind::kAbsent, device, reason});
   }
 }
 
-void MpiCommunicator::clear_device_absent(GlobalOrdinal device) {
+void ProcessesCommunicator::clear_device_absent(GlobalOrdinal device) {
   status_.clear_absent(device);
-  if (world_.topology().is_local(device)) mesh_.announce({DeviceNews::Kind::kPresent, device, ""});
+  if (world_.topology().is_local(device)) transport_->announce({DeviceNews::Kind::kPresent, device, ""});
 }
 
-uint64_t MpiCommunicator::interrupt(GlobalOrdinal device, const std::string& reason) {
+uint64_t ProcessesCommunicator::interrupt(GlobalOrdinal device, const std::string& reason) {
   const uint64_t id = status_.interrupt(device, reason);
   local_groups_.wake();
   local_exchange_.interrupt(device, reason);
   return id;
 }
 
-std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
+std::vector<std::string> ProcessesCommunicator::exchange(const ExchangeCall& call) {
   std::vector<int> participants = exchange_participants(call, world_size());
   const Topology& topology = world_.topology();
   ORDO_ARG_CHECK(topology.is_local(call.device), describe_tag(call.tag), ": device ", call.device,
@@ -358,8 +329,5 @@ std::vector<std::string> MpiCommunicator::exchange(const ExchangeCall& call) {
   }
 }
 
-std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world, size_t piece_bytes) {
-  return std::make_unique<MpiCommunicator>(world, piece_bytes);
-}
 
 }  // namespace ordo::comm

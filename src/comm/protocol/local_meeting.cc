@@ -1,10 +1,10 @@
-#include "comm/mpi/local_meeting.h"
+#include "comm/protocol/local_meeting.h"
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
-#include "comm/mpi/mpi_link.h"
+#include "comm/protocol/pacing.h"
 #include "core/check.h"
 #include "core/steady_clock.h"
 #include "ordo/error.h"
