@@ -19,6 +19,7 @@
 
 #include "comm/communicator.h"
 #include "comm/in_process/in_process_communicator.h"
+#include "comm/simulated/simulated_job.h"
 #include "core/half_float.h"
 #include "device/buffer.h"
 #include "ordo/ordo.h"
@@ -50,6 +51,9 @@ struct Backend {
   // before its peers saw what they wait for). Out of band: it needs no
   // live device, and no collective or exchange of the backend under test.
   std::function<void()> barrier;
+  // Whether the world's devices live in several processes (MPI, the
+  // simulated transport): the suites then cover fewer large cases.
+  bool spans_processes = false;
 };
 
 inline Backend in_process_backend() {
@@ -61,11 +65,31 @@ inline Backend in_process_backend() {
           {}};
 }
 
-// Every backend this binary checks: the in-process one, unless the
-// binary's main put others in its place before InitGoogleTest (the MPI
-// variants, tests/mpi/conformance_mpi_main.cc).
+// The protocol among processes over the simulated transport
+// (comm/simulated/): a world of 4, 6 or 8 is processes of 2 devices, any
+// other processes of 1, and the schedule (delays, reorderings, sends done
+// only once received, a slow or frozen process; no death) is drawn from
+// the world size.
+inline Backend simulated_backend() {
+  return {"simulated", 0, [](int world) {
+            const int per_process = world >= 4 && world % 2 == 0 ? 2 : 1;
+            const int processes = world / per_process;
+            const comm::Schedule schedule = comm::Schedule::from_seed(static_cast<uint64_t>(world), processes,
+                                                                      comm::Faults::kBenign);
+            Session session{std::make_unique<comm::SimulatedJob>(processes, per_process, schedule),
+                            std::vector<int>(world)};
+            for (int d = 0; d < world; ++d) session.devices[d] = d;
+            return session;
+          },
+          {},
+          true};
+}
+
+// Every backend this binary checks: the in-process one and the simulated
+// one, unless the binary's main put others in their place before
+// InitGoogleTest (the MPI variants, tests/mpi/conformance_mpi_main.cc).
 inline std::vector<Backend>& backends() {
-  static std::vector<Backend> list = {in_process_backend()};
+  static std::vector<Backend> list = {in_process_backend(), simulated_backend()};
   return list;
 }
 
@@ -106,13 +130,13 @@ class BackendCase : public ::testing::TestWithParam<Param> {
   comm::Communicator& comm() { return *session_.comm; }
   const std::vector<int>& devices() const { return session_.devices; }
   bool drives(int device) const { return session_.drives(device); }
-  bool across_processes() const { return static_cast<bool>(backend().barrier); }
+  bool across_processes() const { return backend().spans_processes; }
 
   // Waits for every process of the job (nothing in-process). Every
   // process calls it as many times in a case: unconditionally, and where
   // no ASSERT of the case can have returned before it.
   void step(const char* what) {
-    if (!across_processes()) return;
+    if (!backend().barrier) return;
     try {
       backend().barrier();
     } catch (const Error& e) {

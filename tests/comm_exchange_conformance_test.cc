@@ -255,7 +255,7 @@ TEST_P(ExchangeConformanceFailures, ACycleOfWaitsAcrossSeveralRoundsIsAMismatch)
   // Across processes a device sees only who waits for it and whom it waits
   // for: a cycle of two devices is a mismatch there, a longer one ends in
   // the timeout (a clear error still; issue 13's note).
-  if (across_processes()) GTEST_SKIP() << "the MPI backend finds cycles of two devices only";
+  if (across_processes()) GTEST_SKIP() << "the protocol among processes finds cycles of two devices only";
   // 0 waits for 1 in [0, 1], 1 for 2 in [1, 2], 2 for 0 in [0, 2].
   const std::vector<std::vector<int>> sets = {{0, 1}, {1, 2}, {0, 2}};
   const std::vector<ExchangeOutcome> outcomes = exchange_everywhere([&](int d) -> std::optional<Part> {

@@ -37,7 +37,8 @@ Backend mpi_backend(const comm::MpiWorld& world, MPI_Comm harness) {
             }
             return session;
           },
-          [harness] { comm::check_mpi(MPI_Barrier(harness), "the conformance harness's MPI_Barrier"); }};
+          [harness] { comm::check_mpi(MPI_Barrier(harness), "the conformance harness's MPI_Barrier"); },
+          true};
 }
 
 }  // namespace

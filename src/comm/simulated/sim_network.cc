@@ -62,8 +62,8 @@ std::string Schedule::describe() const {
     text += str_cat(", process ", frozen_process, " frozen ", freeze_for.count(), " ms at its call ", freeze_at_call);
   }
   if (dying_process >= 0) {
-    text += str_cat(", process ", dying_process, " dies at its send ", die_at_send, " (", delivered_at_death,
-                    " of its untaken messages still arrive)");
+    text += str_cat(", process ", dying_process, " dies at its send ", die_at_send, " (",
+                    static_cast<int>(delivered_at_death * 100), "% of its untaken messages still arrive)");
   }
   return text;
 }
@@ -175,7 +175,7 @@ std::optional<std::string> SimNetwork::Endpoint::try_take(int process, int tag, 
   for (auto it = place.arrived.begin(); it != place.arrived.end(); ++it) {
     // The first ready one of its (source, tag) is the oldest: readiness
     // never decreases along one source and tag.
-    if (it->tag != tag || (process != kAnyProcess && it->source != process) || it->ready_at > place.polls) continue;
+    if (it->tag != tag || (process != kAnyProcess && it->source != process) || it->ready_at > network_.polls_) continue;
     Message taken = std::move(*it);
     place.arrived.erase(it);
     if (taken.completes != 0) network_.processes_[taken.source]->pending.erase(taken.completes);
@@ -268,23 +268,22 @@ void SimNetwork::send_locked(int from, int to, int tag, std::string bytes, Reque
   }
   if (target.dead) return;  // never taken: a rendezvous send stays pending, as a real one would
   uint64_t& last = target.last_ready[{from, tag}];
-  m.ready_at = std::max(last, target.polls + draw_delay_locked());
+  m.ready_at = std::max(last, polls_ + draw_delay_locked());
   last = m.ready_at;
   target.arrived.push_back(std::move(m));
   match_locked(target);
 }
 
 void SimNetwork::poll_locked(int process) {
-  Place& place = *processes_[static_cast<size_t>(process)];
-  ++place.polls;
-  match_locked(place);
+  ++polls_;
+  match_locked(*processes_[static_cast<size_t>(process)]);
 }
 
 void SimNetwork::match_locked(Place& place) {
   for (auto r = place.posted.begin(); r != place.posted.end();) {
     auto m = place.arrived.begin();
     while (m != place.arrived.end() && (m->source != r->source || m->tag != r->tag)) ++m;
-    if (m == place.arrived.end() || m->ready_at > place.polls) {
+    if (m == place.arrived.end() || m->ready_at > polls_) {
       ++r;
       continue;
     }

@@ -1,8 +1,9 @@
 // A simulated transport (protocol/transport.h) for tests: the processes
 // of a job are objects of this process, their messages wait in memory,
 // and a seeded schedule decides what a real network or host may do:
-// - delays: a message becomes takeable only after 0 .. max_delay polls of
-//   its receiver, so that messages of different sources or tags overtake
+// - delays: a message becomes takeable only after 0 .. max_delay polls
+//   (of any process: the job's time goes on while the receiver computes
+//   or sleeps), so that messages of different sources or tags overtake
 //   each other (those of one source and tag never do, as the protocol
 //   relies on);
 // - sends that complete only once received (as MPI's large ones), or at once;
@@ -50,7 +51,7 @@ enum class Faults { kNone, kBenign, kAll };  // kBenign: delays, reorderings, sl
 
 struct Schedule {
   uint64_t seed = 0;
-  int max_delay = 0;           // polls of its receiver a message may wait
+  int max_delay = 0;           // polls of the network a message may wait
   double rendezvous = 0;       // the share of sends done only once received
   size_t piece_bytes = size_t{1} << 20;
   int slow_process = -1;       // none when negative
@@ -88,7 +89,7 @@ class SimNetwork {
     int source = 0;
     int tag = 0;
     std::string bytes;
-    uint64_t ready_at = 0;  // in its receiver's polls
+    uint64_t ready_at = 0;  // in the network's polls
     uint64_t completes = 0; // the sender's transfer done when this is taken (0: none)
   };
   struct PostedReceive {
@@ -100,7 +101,6 @@ class SimNetwork {
   };
   struct Place {
     std::unique_ptr<Processes> processes;  // as process p sees the job
-    uint64_t polls = 0;
     uint64_t calls = 0;
     int64_t sends = 0;
     bool dead = false;
@@ -131,6 +131,7 @@ class SimNetwork {
   std::mt19937_64 random_;  // guarded by mu_
   uint64_t next_id_ = 1;    // guarded by mu_
   int64_t sends_ = 0;       // guarded by mu_
+  uint64_t polls_ = 0;      // of every process, guarded by mu_
   std::vector<std::unique_ptr<Place>> processes_;
 };
 
