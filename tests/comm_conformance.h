@@ -35,6 +35,9 @@ namespace ordo::conformance {
 struct Session {
   std::unique_ptr<comm::Communicator> comm;
   std::vector<int> devices;
+  // At every step of a case, after the barrier: the simulated transport
+  // delivers what was sent before it (a real barrier outlasts a message).
+  std::function<void()> settle;
   bool drives(int device) const { return std::binary_search(devices.begin(), devices.end(), device); }
 };
 
@@ -58,7 +61,7 @@ struct Backend {
 
 inline Backend in_process_backend() {
   return {"in_process", 0, [](int world) {
-            Session session{std::make_unique<comm::InProcessCommunicator>(world), std::vector<int>(world)};
+            Session session{std::make_unique<comm::InProcessCommunicator>(world), std::vector<int>(world), {}};
             for (int d = 0; d < world; ++d) session.devices[d] = d;
             return session;
           },
@@ -76,8 +79,9 @@ inline Backend simulated_backend() {
             const int processes = world / per_process;
             const comm::Schedule schedule = comm::Schedule::from_seed(static_cast<uint64_t>(world), processes,
                                                                       comm::Faults::kBenign);
-            Session session{std::make_unique<comm::SimulatedJob>(processes, per_process, schedule),
-                            std::vector<int>(world)};
+            auto job = std::make_unique<comm::SimulatedJob>(processes, per_process, schedule);
+            comm::SimNetwork& network = job->network();
+            Session session{std::move(job), std::vector<int>(world), [&network] { network.settle(); }};
             for (int d = 0; d < world; ++d) session.devices[d] = d;
             return session;
           },
@@ -136,6 +140,7 @@ class BackendCase : public ::testing::TestWithParam<Param> {
   // process calls it as many times in a case: unconditionally, and where
   // no ASSERT of the case can have returned before it.
   void step(const char* what) {
+    if (session_.settle) session_.settle();
     if (!backend().barrier) return;
     try {
       backend().barrier();

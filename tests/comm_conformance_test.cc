@@ -604,6 +604,27 @@ TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   expect_aligned("a stale absence mark");
 }
 
+TEST_P(ConformanceFailures, NewsOfAnEarlierCommunicatorIsNotHeardByTheNext) {
+  // The failed device's process announces its failure after every other
+  // process let go of its communicator, and the next communicators start
+  // once that news had all the time it needs to arrive: news of a runtime
+  // that is gone must not fail the devices of the next (under mpirun a
+  // peer's last news can reach a process after it started again).
+  const int failed = world_ - 1;
+  step("the start of the case");
+  const bool announces = drives(failed);
+  if (!announces) session_ = {};
+  step("the others let go");
+  if (announces) {
+    comm().mark_device_failed(GlobalOrdinal(failed), "it failed in the earlier communicator");
+    session_ = {};
+  }
+  step("the news went out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  session_ = backend().make(world_);
+  expect_aligned("a communicator made after news of the earlier one");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(cases(1)), backend_and_world);
 INSTANTIATE_TEST_SUITE_P(Backends, ConformanceFailures, ::testing::ValuesIn(cases(2)), backend_and_world);
 // An MPI job of one device has no failure cases.

@@ -32,7 +32,7 @@ std::vector<MeshFrame> read_all(const std::string& stream, size_t piece) {
 TEST(MeshFrames, ReadBackInOrderHoweverTheStreamIsCut) {
   using Kind = DeviceNews::Kind;
   const std::string stream = encode_frame(MeshFrame::hello(3, 0x0123456789abcdefULL)) +
-                             encode_frame(MeshFrame::device_news({Kind::kFailed, GlobalOrdinal(7), "raised: boom"})) +
+                             encode_frame(MeshFrame::device_news({Kind::kFailed, GlobalOrdinal(7), "raised: boom", 9})) +
                              encode_frame(MeshFrame::device_news({Kind::kAbsent, GlobalOrdinal(0), "returned"})) +
                              encode_frame(MeshFrame::device_news({Kind::kPresent, GlobalOrdinal(1 << 20), ""})) +
                              encode_frame(MeshFrame::last_words("raised RuntimeError: boom")) +
@@ -47,6 +47,7 @@ TEST(MeshFrames, ReadBackInOrderHoweverTheStreamIsCut) {
     EXPECT_EQ(frames[1].news.kind, DeviceNews::Kind::kFailed);
     EXPECT_EQ(frames[1].news.device, GlobalOrdinal(7));
     EXPECT_EQ(frames[1].news.reason, "raised: boom");
+    EXPECT_EQ(frames[1].news.runtime, 9u);
     EXPECT_EQ(frames[2].news.kind, DeviceNews::Kind::kAbsent);
     EXPECT_EQ(frames[2].news.device, GlobalOrdinal(0));
     EXPECT_EQ(frames[3].news.kind, DeviceNews::Kind::kPresent);
@@ -101,8 +102,8 @@ TEST(MeshFrames, AStreamThatIsNotTheMeshsIsAnErrorNamingItsSender) {
   other_version[9] = 7;
   expect_malformed(other_version, "a hello of version 7 where 1 is spoken");
   expect_malformed(raw_frame(2, "x"), "a goodbye with 1 bytes in it");
-  expect_malformed(raw_frame(4, "ab"), "device news of 2 bytes, shorter than 5");
-  expect_malformed(raw_frame(4, std::string("\x05\0\0\0\0", 5)), "device news of unknown kind 5");
+  expect_malformed(raw_frame(4, "ab"), "device news of 2 bytes, shorter than 13");
+  expect_malformed(raw_frame(4, std::string("\x05\0\0\0\0\0\0\0\0\0\0\0\0", 13)), "device news of unknown kind 5");
   expect_malformed(raw_frame(4, std::string("\x00\xff\xff\xff\xff", 5)), "device news about device -1");
   // Good frames before a bad one are read; the bad one still fails.
   expect_malformed(hello + raw_frame(9, ""), "a frame of unknown kind 9");

@@ -9,7 +9,7 @@ namespace ordo::comm {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x6d64726f;  // "ordm"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: device news carry their runtime
 constexpr size_t kFrameHead = sizeof(uint32_t) + sizeof(uint8_t);
 
 template <typename T>
@@ -66,6 +66,7 @@ std::string encode_frame(const MeshFrame& frame) {
     case FrameKind::kDeviceNews:
       put(body, static_cast<uint8_t>(frame.news.kind));
       put(body, static_cast<int32_t>(frame.news.device.value()));
+      put(body, frame.news.runtime);
       body += capped(frame.news.reason, kMaxFrameBody - body.size());
       break;
   }
@@ -97,7 +98,7 @@ MeshFrame FrameReader::decode_body(FrameKind kind, std::string_view body) const 
     case FrameKind::kLastWords:
       return MeshFrame::last_words(std::string(body));
     case FrameKind::kDeviceNews: {
-      constexpr size_t kFixed = sizeof(uint8_t) + sizeof(int32_t);
+      constexpr size_t kFixed = sizeof(uint8_t) + sizeof(int32_t) + sizeof(uint64_t);
       if (body.size() < kFixed) malformed(str_cat("device news of ", body.size(), " bytes, shorter than ", kFixed));
       const uint8_t news_kind = get<uint8_t>(body, 0);
       if (news_kind > static_cast<uint8_t>(DeviceNews::Kind::kPresent)) {
@@ -105,8 +106,8 @@ MeshFrame FrameReader::decode_body(FrameKind kind, std::string_view body) const 
       }
       const int32_t device = get<int32_t>(body, 1);
       if (device < 0) malformed(str_cat("device news about device ", device));
-      return MeshFrame::device_news(
-          {static_cast<DeviceNews::Kind>(news_kind), GlobalOrdinal(device), std::string(body.substr(kFixed))});
+      return MeshFrame::device_news({static_cast<DeviceNews::Kind>(news_kind), GlobalOrdinal(device),
+                                     std::string(body.substr(kFixed)), get<uint64_t>(body, 5)});
     }
   }
   malformed(str_cat("a frame of unknown kind ", static_cast<int>(kind)));

@@ -11,7 +11,7 @@
 //   hello        "ordm", version (uint32), sender rank (int32), the receiver's nonce (uint64)
 //   goodbye      nothing: a clean exit follows
 //   last words   why the sender is about to end ("raised RuntimeError: boom")
-//   device news  the news's kind (uint8), device (int32), the reason's bytes
+//   device news  the news's kind (uint8), device (int32), runtime (uint64), the reason's bytes
 // Both ends are processes of one job built from one source: native byte order.
 #pragma once
 

@@ -1,5 +1,7 @@
 #include "comm/mpi/mpi_transport.h"
 
+#include <atomic>
+
 #include "comm/mpi/posted_inbox.h"
 #include "comm/mpi/process_mesh.h"
 #include "comm/mpi/start_waits.h"
@@ -31,6 +33,10 @@ MPI_Comm open_runtime_comm(const MpiWorld& world) {
   return duplicate_at_start(world.comm(), place, [&world] { return any_other_process(world.rank(), world.size()); });
 }
 
+// This process's runtime starts so far: every process counts them alike,
+// since every start meets every process (open_runtime_comm).
+std::atomic<uint64_t> g_runtime_starts{0};
+
 }  // namespace
 
 MpiTransport::MpiTransport(const MpiWorld& world, size_t piece_bytes)
@@ -39,7 +45,8 @@ MpiTransport::MpiTransport(const MpiWorld& world, size_t piece_bytes)
       tag_upper_bound_(tag_upper_bound_of(comm_)),
       link_(comm_, piece_bytes),
       rings_(HostRings::open(comm_, world.topology())),
-      mesh_(ProcessMesh::join(world)) {}
+      mesh_(ProcessMesh::join(world)),
+      runtime_(g_runtime_starts.fetch_add(1) + 1) {}
 
 MpiTransport::~MpiTransport() {
   mesh_.set_handlers({});
@@ -64,10 +71,21 @@ void MpiTransport::upkeep() {
 }
 
 void MpiTransport::listen(NewsHandlers handlers) {
+  if (handlers.device_news) {
+    // News of an earlier runtime (announced before this start, heard
+    // after) is stale: its devices failed in a runtime that is gone.
+    handlers.device_news = [runtime = runtime_, hear = std::move(handlers.device_news)](const DeviceNews& news) {
+      if (news.runtime == runtime) hear(news);
+    };
+  }
   mesh_.set_handlers(std::move(handlers));
 }
 
-void MpiTransport::announce(const DeviceNews& news) { mesh_.announce(news); }
+void MpiTransport::announce(const DeviceNews& news) {
+  DeviceNews ours = news;
+  ours.runtime = runtime_;
+  mesh_.announce(ours);
+}
 
 void MpiTransport::gave_up(const std::string& why) { mesh_.gave_up(why); }
 

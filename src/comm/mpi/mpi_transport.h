@@ -9,7 +9,10 @@
 //   shared memory (host_rings.h), to the others by posted receives
 //   (posted_inbox.h).
 // - News of devices and of processes that die or finish travel on the
-//   process mesh (process_mesh.h), beside MPI, which reports neither.
+//   process mesh (process_mesh.h), beside MPI, which reports neither. Each
+//   device news carries the number of the runtime start it was announced
+//   in; a communicator hears only its own start's (a peer's news of the
+//   last runtime can reach the mesh after this process started the next).
 //
 //   const MpiWorld& world = MpiWorld::join(/*local_devices=*/2);
 //   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);
@@ -79,6 +82,7 @@ class MpiTransport final : public Transport {
   MpiLink link_;
   std::unique_ptr<HostRings> rings_;  // null: every message by MPI
   ProcessMesh& mesh_;
+  const uint64_t runtime_;  // this start's number (DeviceNews::runtime)
 };
 
 std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world,

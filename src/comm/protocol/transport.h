@@ -17,8 +17,9 @@
 // - Data and messages move only while some thread of the process calls the
 //   transport (a test, a take, an inbox's take): every waiter polls.
 // - News of a device (failed, absent, present) reaches every other process
-//   in the order it was announced; a process that dies or finishes its
-//   program is reported once, to every other.
+//   in the order it was announced, and only the communicator of the runtime
+//   it was announced in (a late one is dropped); a process that dies or
+//   finishes its program is reported once, to every other.
 // - After a peer is gone, what it sent before may still arrive for
 //   gone_grace(): a waiter that needs nothing more from it waits no longer.
 //
@@ -89,6 +90,9 @@ struct DeviceNews {
   Kind kind = Kind::kFailed;
   GlobalOrdinal device{0};
   std::string reason;  // for kFailed and kAbsent
+  // The runtime start it belongs to, counted alike by every process (the
+  // starts are collective): news that arrives after the next start is stale.
+  uint64_t runtime = 0;
 };
 
 // What a process hears of its peers.

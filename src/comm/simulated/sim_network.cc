@@ -327,17 +327,31 @@ void SimNetwork::die_locked(int process) {
   dying.dead = true;
   dying.arrived.clear();
   dying.posted.clear();
+  // Of what it sent on each tag to each process, a first part still
+  // arrives and the rest is lost: a later message never comes without the
+  // ones before it (its bodies follow its notes on a tag of their own).
   for (const auto& place : processes_) {
+    std::set<int> cut;  // tags whose rest is lost
     for (auto m = place->arrived.begin(); m != place->arrived.end();) {
       if (m->source != process) {
         ++m;
-      } else if (static_cast<double>(random_() % 1000) < schedule_.delivered_at_death * 1000) {
+      } else if (!cut.count(m->tag) &&
+                 static_cast<double>(random_() % 1000) < schedule_.delivered_at_death * 1000) {
         m->ready_at = 0;
         ++m;
       } else {
+        cut.insert(m->tag);
         m = place->arrived.erase(m);
       }
     }
+  }
+}
+
+void SimNetwork::settle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& place : processes_) {
+    for (Message& m : place->arrived) m.ready_at = 0;
+    match_locked(*place);
   }
 }
 

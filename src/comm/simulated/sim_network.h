@@ -9,10 +9,11 @@
 // - sends that complete only once received (as MPI's large ones), or at once;
 // - a slow process (every call of it yields first) and a frozen one (one
 //   of its calls stalls for a while);
-// - a process that dies at its n-th send: each message it sent that has not
-//   been taken yet is either dropped or delivered at once, then every
-//   other process hears of the death, and every later call of the dead
-//   process throws CollectiveError;
+// - a process that dies at its n-th send: of the messages it sent that have
+//   not been taken yet, a first part per receiver and tag is delivered at
+//   once and the rest dropped (never a later one without those before it),
+//   then every other process hears of the death, and every later call of
+//   the dead process throws CollectiveError;
 // - the inline limit of the exchange's payloads (piece_bytes).
 // Interrupts are the harness's (simulated_job.h): they come from outside
 // the transport, as Ctrl-C does.
@@ -79,6 +80,9 @@ class SimNetwork {
   std::unique_ptr<Transport> transport(int process);
   int process_count() const { return static_cast<int>(processes_.size()); }
   bool dead(int process);
+  // Every message sent so far becomes takeable: what a barrier of the
+  // harness promises in a real job, where it takes longer than a message.
+  void settle();
   // Sends so far, every process's together.
   int64_t sends();
 
