@@ -65,7 +65,7 @@ TEST(MeshFrames, AReasonOverTheLimitIsCutNotRefused) {
       read_all(encode_frame(MeshFrame::device_news({DeviceNews::Kind::kFailed, GlobalOrdinal(2), reason})), 4096);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].news.device, GlobalOrdinal(2));
-  EXPECT_EQ(frames[0].news.reason, reason.substr(0, kMaxFrameBody - 5));
+  EXPECT_EQ(frames[0].news.reason, reason.substr(0, kMaxFrameBody - 13));
 }
 
 // A frame with the given kind byte and body, as a peer might send it.
@@ -104,7 +104,7 @@ TEST(MeshFrames, AStreamThatIsNotTheMeshsIsAnErrorNamingItsSender) {
   expect_malformed(raw_frame(2, "x"), "a goodbye with 1 bytes in it");
   expect_malformed(raw_frame(4, "ab"), "device news of 2 bytes, shorter than 13");
   expect_malformed(raw_frame(4, std::string("\x05\0\0\0\0\0\0\0\0\0\0\0\0", 13)), "device news of unknown kind 5");
-  expect_malformed(raw_frame(4, std::string("\x00\xff\xff\xff\xff", 5)), "device news about device -1");
+  expect_malformed(raw_frame(4, std::string("\x00\xff\xff\xff\xff\0\0\0\0\0\0\0\0", 13)), "device news about device -1");
   // Good frames before a bad one are read; the bad one still fails.
   expect_malformed(hello + raw_frame(9, ""), "a frame of unknown kind 9");
 }

@@ -9,7 +9,7 @@ namespace ordo::comm {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x6d64726f;  // "ordm"
-constexpr uint32_t kVersion = 2;  // 2: device news carry their runtime
+constexpr uint32_t kVersion = 1;
 constexpr size_t kFrameHead = sizeof(uint32_t) + sizeof(uint8_t);
 
 template <typename T>
