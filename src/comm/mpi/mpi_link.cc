@@ -46,13 +46,20 @@ MPI_Request as_request(Transfer transfer) {
 }
 
 // MPI_Testall over requests (the MPI lock held): true, and requests
-// empty, once all are done.
+// empty, once all are done. A collective's few requests are tested from
+// the stack, without an allocation.
 bool test_all_locked(Requests& requests) {
-  thread_local std::vector<MPI_Request> mpi;
-  mpi.resize(requests.size());
+  constexpr size_t kOnStack = 16;
+  MPI_Request on_stack[kOnStack];
+  std::vector<MPI_Request> on_heap;
+  MPI_Request* mpi = on_stack;
+  if (requests.size() > kOnStack) {
+    on_heap.resize(requests.size());
+    mpi = on_heap.data();
+  }
   for (size_t i = 0; i < requests.size(); ++i) mpi[i] = as_request(requests[i]);
   int done = 0;
-  check_mpi(MPI_Testall(static_cast<int>(mpi.size()), mpi.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+  check_mpi(MPI_Testall(static_cast<int>(requests.size()), mpi, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
   if (done) {
     requests.clear();
     return true;
