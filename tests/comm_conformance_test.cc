@@ -616,7 +616,7 @@ TEST_P(ConformanceFailures, NewsOfAnEarlierCommunicatorIsNotHeardByTheNext) {
   if (!announces) session_ = {};
   step("the others let go");
   if (announces) {
-    comm().mark_device_failed(GlobalOrdinal(failed), "it failed in the earlier communicator");
+    comm().tell({Event::kFailed, GlobalOrdinal(failed), "it failed in the earlier communicator"});
     session_ = {};
   }
   step("the news went out");
