@@ -598,7 +598,7 @@ TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   remake();
   if (drives(absent)) {
     const uint64_t before_clear = comm().absence_epoch(GlobalOrdinal(absent));
-    comm().tell({Event::kPresent, GlobalOrdinal(absent)});
+    comm().tell({Event::kPresent, GlobalOrdinal(absent), ""});
     comm().tell({Event::kAbsent, GlobalOrdinal(absent), "a stale mark", before_clear});
   }
   expect_aligned("a stale absence mark");

@@ -339,7 +339,7 @@ TEST_P(ExchangeConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
                 str_cat("rendezvous 'absent': device ", absent, " is gone (its spawn function returned)"));
   // Cleared once its peers failed; they meet it once it is.
   step("the peers failed");
-  if (drives(absent)) comm().tell({Event::kPresent, GlobalOrdinal(absent)});
+  if (drives(absent)) comm().tell({Event::kPresent, GlobalOrdinal(absent), ""});
   step("the absence was cleared");
   // Rounds count per tag: the absent device never took one of "absent".
   expect_every_payload("present", 0, [](int) { return size_t{7}; });

@@ -26,7 +26,7 @@ void mark_device_absent(int local_device, const std::string& reason) {
 
 void clear_device_absent(int local_device) {
   runtime::Runtime& rt = runtime::get();
-  rt.communicator().tell({Kind::kPresent, rt.ordinal_of(rt.checked_device(local_device))});
+  rt.communicator().tell({Kind::kPresent, rt.ordinal_of(rt.checked_device(local_device)), ""});
 }
 
 void interrupt_device(int local_device, const std::string& reason) {
