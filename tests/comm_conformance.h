@@ -26,6 +26,9 @@
 
 namespace ordo::conformance {
 
+// What a case tells the communicator of a device: comm().tell({Event::kFailed, d, "why"}).
+using Event = comm::DeviceEvent::Kind;
+
 // This process's part of a world under test: its communicator and the
 // devices it drives (global ordinals, ascending). In-process that is every
 // device; under MPI the process's own (rank x L .. rank x L + L - 1). The

@@ -559,7 +559,7 @@ TEST_P(ConformanceFailures, AFailedDeviceFailsCollectivesWaitingNowAndLater) {
   std::thread failer([&] {
     if (!drives(failed)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
-    comm().mark_device_failed(GlobalOrdinal(failed), "its thread died");
+    comm().tell({Event::kFailed, GlobalOrdinal(failed), "its thread died"});
   });
   const Outcome waiting = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
                                          parts, [failed](int d) { return d == failed; });
@@ -579,8 +579,8 @@ TEST_P(ConformanceFailures, AFailedDeviceFailsCollectivesWaitingNowAndLater) {
 TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   const int absent = world_ - 1;
   if (drives(absent)) {
-    comm().mark_device_absent(GlobalOrdinal(absent), "its spawn function returned",
-                              comm().absence_epoch(GlobalOrdinal(absent)));
+    comm().tell({Event::kAbsent, GlobalOrdinal(absent), "its spawn function returned",
+                 comm().absence_epoch(GlobalOrdinal(absent))});
   }
   std::vector<DevicePart> parts = small_parts();
   const Outcome outcome = run_collective(session_, ir::OpKind::kAllReduce, std::vector<ir::CollectiveAttrs>(world_),
@@ -598,8 +598,8 @@ TEST_P(ConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   remake();
   if (drives(absent)) {
     const uint64_t before_clear = comm().absence_epoch(GlobalOrdinal(absent));
-    comm().clear_device_absent(GlobalOrdinal(absent));
-    comm().mark_device_absent(GlobalOrdinal(absent), "a stale mark", before_clear);
+    comm().tell({Event::kPresent, GlobalOrdinal(absent), ""});
+    comm().tell({Event::kAbsent, GlobalOrdinal(absent), "a stale mark", before_clear});
   }
   expect_aligned("a stale absence mark");
 }
@@ -616,7 +616,7 @@ TEST_P(ConformanceFailures, NewsOfAnEarlierCommunicatorIsNotHeardByTheNext) {
   if (!announces) session_ = {};
   step("the others let go");
   if (announces) {
-    comm().mark_device_failed(GlobalOrdinal(failed), "it failed in the earlier communicator");
+    comm().tell({Event::kFailed, GlobalOrdinal(failed), "it failed in the earlier communicator"});
     session_ = {};
   }
   step("the news went out");

@@ -319,7 +319,7 @@ TEST_P(ExchangeConformanceFailures, AFailedDeviceFailsExchangesWaitingNowAndLate
   std::thread failer([&] {
     if (!drives(failed)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
-    comm().mark_device_failed(GlobalOrdinal(failed), "its thread died");
+    comm().tell({Event::kFailed, GlobalOrdinal(failed), "its thread died"});
   });
   const std::vector<ExchangeOutcome> waiting = exchange_without(failed, "now");
   failer.join();
@@ -332,14 +332,14 @@ TEST_P(ExchangeConformanceFailures, AFailedDeviceFailsExchangesWaitingNowAndLate
 TEST_P(ExchangeConformanceFailures, AnAbsentDeviceFailsItsPeersUntilCleared) {
   const int absent = world_ - 1;
   if (drives(absent)) {
-    comm().mark_device_absent(GlobalOrdinal(absent), "its spawn function returned",
-                              comm().absence_epoch(GlobalOrdinal(absent)));
+    comm().tell({Event::kAbsent, GlobalOrdinal(absent), "its spawn function returned",
+                 comm().absence_epoch(GlobalOrdinal(absent))});
   }
   expect_failed(exchange_without(absent, "absent"), absent, ErrorCode::kCollective,
                 str_cat("rendezvous 'absent': device ", absent, " is gone (its spawn function returned)"));
   // Cleared once its peers failed; they meet it once it is.
   step("the peers failed");
-  if (drives(absent)) comm().clear_device_absent(GlobalOrdinal(absent));
+  if (drives(absent)) comm().tell({Event::kPresent, GlobalOrdinal(absent), ""});
   step("the absence was cleared");
   // Rounds count per tag: the absent device never took one of "absent".
   expect_every_payload("present", 0, [](int) { return size_t{7}; });
@@ -351,7 +351,7 @@ TEST_P(ExchangeConformanceFailures, AnInterruptFailsTheDevicesExchangeAndItsPeer
   std::thread interrupter([&] {
     if (!drives(0)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
-    id = comm().interrupt(GlobalOrdinal(0), "Ctrl-C");
+    id = comm().tell({Event::kInterrupted, GlobalOrdinal(0), "Ctrl-C"});
   });
   const std::vector<ExchangeOutcome> outcomes = exchange_without(missing, "now");
   interrupter.join();
@@ -362,7 +362,7 @@ TEST_P(ExchangeConformanceFailures, AnInterruptFailsTheDevicesExchangeAndItsPeer
   if (drives(0)) {
     const ExchangeOutcome later = exchange_on(0, {"later", {}, "x"});
     EXPECT_EQ(later.error, "rendezvous 'later' cannot complete: device 0 was interrupted: Ctrl-C");
-    comm().end_interrupt(GlobalOrdinal(0), id);
+    comm().tell({Event::kResumed, GlobalOrdinal(0), "", id});
   }
   step("the interrupt ended");
   // Its peers then wait for device 0 in 'after' longer than a cycle of
@@ -384,7 +384,7 @@ TEST_P(ExchangeConformanceFailures, ADeviceTakesPartInOneRendezvousAtATime) {
                                "thread): a device takes part in one rendezvous at a time");
     }
     step("device 0 was refused");
-    if (drives(missing)) comm().mark_device_failed(GlobalOrdinal(missing), "the test is done");
+    if (drives(missing)) comm().tell({Event::kFailed, GlobalOrdinal(missing), "the test is done"});
   });
   const std::vector<ExchangeOutcome> outcomes = exchange_without(missing, "first");
   second.join();

@@ -223,7 +223,7 @@ TEST(IrDebugLocationTest, TheOutermostScopeIsTheUsersLine) {
 // for one line is not reused for another.
 TEST(IrDebugLocationTest, TheLocationIsPartOfTheNodeHashWhenRecorded) {
   auto node_at = [](const SourceLocation* where) {
-    return ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, 0, where);
+    return ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, where);
   };
   const ir::NodePtr at42 = node_at(intern_source_location("train.py", 42));
   const ir::NodePtr at57 = node_at(intern_source_location("train.py", 57));

@@ -16,7 +16,7 @@ using ir::ValueType;
 
 ir::NodePtr full_node(double value) {
   return ir::make_node(OpKind::kFull, {}, {ValueType{DType::kFloat32, {2, 3}}},
-                       {{static_cast<int64_t>(value)}, {value}, false}, 0);
+                       {{static_cast<int64_t>(value)}, {value}, false});
 }
 
 TEST(IrTest, OpTableNamesEveryOp) {
@@ -33,10 +33,10 @@ TEST(IrTest, EqualStructureHashesEqual) {
   EXPECT_EQ(a->hash(), b->hash());
   EXPECT_NE(a->hash(), c->hash());
   ValueType t{DType::kFloat32, {2, 3}};
-  auto add_ab = ir::make_node(OpKind::kAdd, {{a, 0}, {b, 0}}, {t}, {}, 0);
-  auto add_ba = ir::make_node(OpKind::kAdd, {{b, 0}, {a, 0}}, {t}, {}, 0);
-  auto mul_ab = ir::make_node(OpKind::kMul, {{a, 0}, {b, 0}}, {t}, {}, 0);
-  auto add_ac = ir::make_node(OpKind::kAdd, {{a, 0}, {c, 0}}, {t}, {}, 0);
+  auto add_ab = ir::make_node(OpKind::kAdd, {{a, 0}, {b, 0}}, {t}, {});
+  auto add_ba = ir::make_node(OpKind::kAdd, {{b, 0}, {a, 0}}, {t}, {});
+  auto mul_ab = ir::make_node(OpKind::kMul, {{a, 0}, {b, 0}}, {t}, {});
+  auto add_ac = ir::make_node(OpKind::kAdd, {{a, 0}, {c, 0}}, {t}, {});
   EXPECT_EQ(add_ab->hash(), add_ba->hash());  // same structure
   EXPECT_NE(add_ab->hash(), mul_ab->hash());
   EXPECT_NE(add_ab->hash(), add_ac->hash());
@@ -46,9 +46,9 @@ TEST(IrTest, DataLeavesHashByTypeOnly) {
   auto buffer = device::allocate_buffer(DType::kFloat32, {4});
   auto other = device::allocate_buffer(DType::kFloat32, {4});
   auto wide = device::allocate_buffer(DType::kFloat64, {4});
-  auto a = ir::make_data_leaf(device::DeviceData::ready(buffer), 0);
-  auto b = ir::make_data_leaf(device::DeviceData::ready(other), 0);
-  auto c = ir::make_data_leaf(device::DeviceData::ready(wide), 0);
+  auto a = ir::make_data_leaf(device::DeviceData::ready(buffer));
+  auto b = ir::make_data_leaf(device::DeviceData::ready(other));
+  auto c = ir::make_data_leaf(device::DeviceData::ready(wide));
   EXPECT_EQ(a->hash(), b->hash());
   EXPECT_NE(a->hash(), c->hash());
 }
@@ -61,8 +61,8 @@ TEST(IrTest, TokenIsItsOwnType) {
 
 TEST(IrTest, DestroyingALongChainDoesNotOverflowTheStack) {
   ValueType t{DType::kFloat32, {1}};
-  ir::NodePtr node = ir::make_node(OpKind::kFull, {}, {t}, {{0}, {0.0}, false}, 0);
-  for (int i = 0; i < 1'000'000; ++i) node = ir::make_node(OpKind::kNeg, {{node, 0}}, {t}, {}, 0);
+  ir::NodePtr node = ir::make_node(OpKind::kFull, {}, {t}, {{0}, {0.0}, false});
+  for (int i = 0; i < 1'000'000; ++i) node = ir::make_node(OpKind::kNeg, {{node, 0}}, {t}, {});
   node.reset();  // must not recurse a million frames deep
   SUCCEED();
 }
@@ -77,7 +77,7 @@ TEST(IrTest, NodesBuiltOnOneThreadCanDieOnAnother) {
     ir::NodePtr node = full_node(g);
     for (int i = 0; i < 5000; ++i) {
       node = ir::make_node(i % 2 ? OpKind::kNeg : OpKind::kAdd,
-                           i % 2 ? ir::ValueList{{node, 0}} : ir::ValueList{{node, 0}, {node, 0}}, {t}, {}, 0);
+                           i % 2 ? ir::ValueList{{node, 0}} : ir::ValueList{{node, 0}, {node, 0}}, {t}, {});
     }
     graphs.push_back(std::move(node));
   }
@@ -87,7 +87,7 @@ TEST(IrTest, NodesBuiltOnOneThreadCanDieOnAnother) {
       EXPECT_EQ(graph->output(0), t);
       graph.reset();
       // This thread's cache now serves new nodes.
-      ir::NodePtr again = ir::make_node(OpKind::kFull, {}, {t}, {{0}, {1.0}, false}, 0);
+      ir::NodePtr again = ir::make_node(OpKind::kFull, {}, {t}, {{0}, {1.0}, false});
       EXPECT_EQ(again->output(0), t);
     });
   }

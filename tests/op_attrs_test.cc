@@ -133,7 +133,7 @@ TEST(OpAttrsTest, EncodingsKeepTheHashedLayouts) {
 TEST(OpAttrsTest, EqualAttrsHashEqual) {
   auto node = [](int64_t start) {
     return ir::make_node(OpKind::kArange, {}, {ir::ValueType{DType::kInt64, {4}}},
-                         ir::encode<OpKind::kArange>({{start, double(start)}, {1, 1.0}}), 0);
+                         ir::encode<OpKind::kArange>({{start, double(start)}, {1, 1.0}}));
   };
   EXPECT_EQ(node(2)->hash(), node(2)->hash());
   EXPECT_NE(node(2)->hash(), node(3)->hash());

@@ -6,9 +6,11 @@
 
 namespace ordo {
 
+using Kind = comm::DeviceEvent::Kind;
+
 void mark_device_failed(int local_device, const std::string& reason) {
   runtime::Runtime& rt = runtime::get();
-  rt.communicator().mark_device_failed(rt.ordinal_of(rt.checked_device(local_device)), reason);
+  rt.communicator().tell({Kind::kFailed, rt.ordinal_of(rt.checked_device(local_device)), reason});
 }
 
 void mark_device_absent(int local_device, const std::string& reason) {
@@ -18,13 +20,13 @@ void mark_device_absent(int local_device, const std::string& reason) {
   const GlobalOrdinal ordinal = rt.ordinal_of(device);
   const uint64_t epoch = rt.communicator().absence_epoch(ordinal);
   rt.tell_after_queue(device, [ordinal, reason, epoch](comm::Communicator& communicator) {
-    communicator.mark_device_absent(ordinal, reason, epoch);
+    communicator.tell({Kind::kAbsent, ordinal, reason, epoch});
   });
 }
 
 void clear_device_absent(int local_device) {
   runtime::Runtime& rt = runtime::get();
-  rt.communicator().clear_device_absent(rt.ordinal_of(rt.checked_device(local_device)));
+  rt.communicator().tell({Kind::kPresent, rt.ordinal_of(rt.checked_device(local_device)), ""});
 }
 
 void interrupt_device(int local_device, const std::string& reason) {
@@ -32,9 +34,9 @@ void interrupt_device(int local_device, const std::string& reason) {
   const LocalDevice device = rt.checked_device(local_device);
   // Ends after the device's queue as of now: later graphs wait as usual.
   const GlobalOrdinal ordinal = rt.ordinal_of(device);
-  const uint64_t id = rt.communicator().interrupt(ordinal, reason);
+  const uint64_t id = rt.communicator().tell({Kind::kInterrupted, ordinal, reason});
   rt.tell_after_queue(device, [ordinal, id](comm::Communicator& communicator) {
-    communicator.end_interrupt(ordinal, id);
+    communicator.tell({Kind::kResumed, ordinal, "", id});
   });
 }
 

@@ -57,6 +57,27 @@ struct ExchangeCall {
   std::function<void(const std::string& line)> warn = {};
 };
 
+// What happened to a device.
+struct DeviceEvent {
+  enum class Kind {
+    kFailed,       // gone: every collective waiting for it, now or later, fails with reason
+    kShutDown,     // its runtime shuts down: kFailed in this process only (a backend of several
+                   // processes keeps it from the others: they shut down too, and news arriving
+                   // after their next runtime started would fail its devices)
+    kAbsent,       // driven by nobody for now: as kFailed until kPresent; `number` is the
+                   // absence_epoch read when the absence was decided
+    kPresent,      // driven again
+    kInterrupted,  // every collective of the device that waits, now or later, for its peers or
+                   // for its slot fails with reason, on the device and on its peers, until
+                   // kResumed with the id tell returned (as `number`)
+    kResumed,
+  };
+  Kind kind = Kind::kFailed;
+  GlobalOrdinal device{0};
+  std::string reason;   // kFailed, kShutDown, kAbsent, kInterrupted
+  uint64_t number = 0;  // kAbsent: the epoch; kResumed: the interrupt's id
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -68,27 +89,12 @@ class Communicator {
   // peers fail with reason instead of waiting.
   virtual void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                        const std::string& reason) = 0;
-  // device is gone: every collective waiting for it, now or later, fails.
-  virtual void mark_device_failed(GlobalOrdinal device, const std::string& reason) = 0;
-  // device's runtime shuts down: as mark_device_failed for this process.
-  // A backend of several processes keeps it from the others: they shut
-  // down too, and news arriving after their next runtime started would
-  // fail its devices.
-  virtual void mark_device_shut_down(GlobalOrdinal device, const std::string& reason) {
-    mark_device_failed(device, reason);
-  }
-  // device is driven by nobody for now: as mark_device_failed, until
-  // clear_device_absent(device). The mark counts only if no clear came
-  // since absence_epoch(device) gave epoch.
+  // News of a device, from whoever drives it (DeviceEvent says what each
+  // kind does); returns kInterrupted's id, else 0.
+  virtual uint64_t tell(const DeviceEvent& event) = 0;
+  // What a kAbsent told later carries: it counts only if no kPresent came
+  // since.
   virtual uint64_t absence_epoch(GlobalOrdinal device) = 0;
-  virtual void mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) = 0;
-  virtual void clear_device_absent(GlobalOrdinal device) = 0;
-  // Interrupts device's waits: every collective of device that waits, now
-  // or later, for its peers or for its slot fails with reason, on device
-  // and on the peers of that collective, until end_interrupt(device, id)
-  // with the id this returned.
-  virtual uint64_t interrupt(GlobalOrdinal device, const std::string& reason) = 0;
-  virtual void end_interrupt(GlobalOrdinal device, uint64_t id) = 0;
   // Whether earlier failures left what start_afresh forgets: a device
   // failed, absent or interrupted, a collective that failed or was
   // abandoned (its members may be at different numbers since), an
@@ -109,7 +115,7 @@ class Communicator {
   // each other in different rounds (another tag or participant set),
   // CollectiveTimeoutError past the timeout (after the warning),
   // CollectiveError when a participant that has not arrived is failed or
-  // absent, or when a participant's wait is interrupted (interrupt(), or
+  // absent, or when a participant's wait is interrupted (kInterrupted, or
   // the waiting thread's check: core/interrupt.h). InvalidArgument, with
   // nothing changed, when call.device is not among valid participants or
   // already waits in an exchange (a device takes part in one at a time).

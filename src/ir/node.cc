@@ -43,10 +43,9 @@ std::string ValueType::to_string() const {
 
 const ValueType& Value::type() const { return node->output(index); }
 
-Node::Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
-           std::shared_ptr<device::DeviceData> data, const SourceLocation* location)
+Node::Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, std::shared_ptr<device::DeviceData> data,
+           const SourceLocation* location)
     : op_(op),
-      device_(device),
       operands_(std::move(operands)),
       outputs_(std::move(outputs)),
       attrs_(std::move(attrs)),
@@ -74,17 +73,15 @@ Node::~Node() {
   t_dying_operands = nullptr;
 }
 
-NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
-                  const SourceLocation* location) {
+NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, const SourceLocation* location) {
   return std::allocate_shared<const Node>(SmallBlockAllocator<Node>{}, op, std::move(operands),
-                                          std::move(outputs), std::move(attrs), device, nullptr, location);
+                                          std::move(outputs), std::move(attrs), nullptr, location);
 }
 
-NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device) {
+NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data) {
   ValueType type{data->dtype(), data->shape(), false};
   return std::allocate_shared<const Node>(SmallBlockAllocator<Node>{}, OpKind::kDeviceData, ValueList{},
-                                          ValueTypes{std::move(type)}, Attrs{}, device,
-                                          std::move(data));
+                                          ValueTypes{std::move(type)}, Attrs{}, std::move(data));
 }
 
 }  // namespace ordo::ir

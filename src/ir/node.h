@@ -2,8 +2,9 @@
 // index), attributes, output types, and a structural hash computed here from
 // all of those (operands by their hashes), so equal subgraphs hash equal.
 //
-// Every node belongs to one device. Its walk_* fields are scratch for graph
-// walks. Locking: they are guarded by the owning device's graph mutex, which
+// Every node belongs to one device's graph (lazy/device_graph.h), which
+// says which device; the node itself does not. Its walk_* fields are
+// scratch for graph walks. Locking: they are guarded by the owning device's graph mutex, which
 // every walk holds.
 #pragma once
 
@@ -64,8 +65,8 @@ struct Attrs {
 
 class Node {
  public:
-  Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
-       std::shared_ptr<device::DeviceData> data, const SourceLocation* location = nullptr);
+  Node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, std::shared_ptr<device::DeviceData> data,
+       const SourceLocation* location = nullptr);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -75,7 +76,6 @@ class Node {
   const ValueTypes& outputs() const { return outputs_; }
   const ValueType& output(uint32_t i) const { return outputs_[i]; }
   const Attrs& attrs() const { return attrs_; }
-  int device() const { return device_; }
   uint64_t hash() const { return hash_; }
   // The data of a DeviceData leaf (null for every other op). Leaves hash by
   // type only, so the same step over new data reuses its compiled plan.
@@ -90,7 +90,6 @@ class Node {
 
  private:
   OpKind op_;
-  int device_;
   ValueList operands_;
   ValueTypes outputs_;
   Attrs attrs_;
@@ -100,9 +99,9 @@ class Node {
 };
 
 // location: where the user's code made it (IR debug), or null.
-NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs, int device,
+NodePtr make_node(OpKind op, ValueList operands, ValueTypes outputs, Attrs attrs,
                   const SourceLocation* location = nullptr);
-NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data, int device);
+NodePtr make_data_leaf(std::shared_ptr<device::DeviceData> data);
 
 // Hash mixing shared by nodes and graphs.
 inline uint64_t hash_mix(uint64_t seed, uint64_t value) {

@@ -134,7 +134,7 @@ void set_grad_mode_enabled(bool enabled) { t_grad_mode = enabled; }
 uint64_t next_grad_sequence() { return g_grad_sequence.fetch_add(1, std::memory_order_relaxed); }
 
 ir::Value value_of(TensorImpl& tensor) {
-  if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data, tensor.device.index()), 0};
+  if (!tensor.value.node) tensor.value = {ir::make_data_leaf(tensor.data), 0};
   return tensor.value;
 }
 
@@ -192,14 +192,13 @@ Tensors trace(ir::OpKind op, std::span<const Tensor* const> inputs, ir::ValueTyp
     if (with_gradient) record_gradient(op, *recorded_attrs, inputs, results);
     return results;
   }
-  const int node_device = device.index();  // IR nodes keep the plain index
   if (chain_token) {
     if (!graph.cc_token.node) {
-      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, node_device, where), 0};
+      graph.cc_token = {ir::make_node(ir::OpKind::kCcToken, {}, {ir::ValueType::token()}, {}, where), 0};
     }
     operands.push_back(graph.cc_token);
   }
-  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), node_device, where);
+  ir::NodePtr node = ir::make_node(op, std::move(operands), std::move(outputs), std::move(attrs), where);
   const size_t count = node->outputs().size();
   for (uint32_t i = 0; i < count; ++i) {
     // The last output takes this function's reference over: reference
@@ -232,7 +231,7 @@ Tensor trace_leaf(ir::OpKind op, LocalDevice device, ir::ValueType output, ir::A
   GraphTable& table = graphs();
   DeviceGraph& graph = table.graph(device);
   auto impl = make_tensor_impl(output.dtype, output.shape, device, table.generation());
-  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), device.index(), user_location());
+  ir::NodePtr node = ir::make_node(op, {}, {std::move(output)}, std::move(attrs), user_location());
   std::lock_guard<std::mutex> lock(graph.mu);
   impl->value = {std::move(node), 0};
   graph.register_pending(*impl);

@@ -66,7 +66,8 @@ Runtime::~Runtime() {
   // fails at once, naming it.
   for (const LocalDevice local : local_devices()) {
     tell_after_queue(local, [ordinal = ordinal_of(local)](comm::Communicator& communicator) {
-      communicator.mark_device_shut_down(ordinal, "the runtime shut down before it ran this collective");
+      communicator.tell(
+          {comm::DeviceEvent::Kind::kShutDown, ordinal, "the runtime shut down before it ran this collective"});
     });
   }
 }

@@ -159,7 +159,7 @@ void interrupt_when_due(SimulatedJob& job, const Plan& plan, const std::atomic<b
   }
   if (ended.load()) return;
   issued.store(true);
-  job.interrupt(plan.interrupted, "a simulated interrupt");
+  job.tell({DeviceEvent::Kind::kInterrupted, plan.interrupted, "a simulated interrupt"});
 }
 
 struct Verdict {
@@ -227,7 +227,7 @@ Verdict run_schedule(uint64_t seed, bool tell) {
           // As the runtime does for a device whose graph failed; a dead
           // process's devices can tell nobody.
           try {
-            job.mark_device_failed(GlobalOrdinal(d), o.error);
+            job.tell({DeviceEvent::Kind::kFailed, GlobalOrdinal(d), o.error});
           } catch (const Error&) {
           }
           break;

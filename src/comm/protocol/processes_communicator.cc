@@ -16,11 +16,10 @@ namespace ordo::comm {
 ProcessesCommunicator::ProcessesCommunicator(std::unique_ptr<Transport> transport)
     : transport_(std::move(transport)),
       world_(transport_->processes()),
-      local_groups_(world_.topology().world_size(), status_),
-      local_exchange_(world_.topology().world_size(), status_),
+      local_(world_.topology().world_size()),
       board_(world_, *transport_),
-      peers_{world_, *transport_, status_, board_},
-      exchange_(world_, *transport_, status_, board_),
+      peers_{world_, *transport_, local_.status(), board_},
+      exchange_(world_, *transport_, local_.status(), board_),
       routes_(static_cast<size_t>(world_.topology().local_devices())) {
   Backoff::set_oversubscribed(world_.topology().host_devices() > device::usable_cpu_count());
   const auto process_ended = [this](Gone how) {
@@ -36,7 +35,7 @@ ProcessesCommunicator::ProcessesCommunicator(std::unique_ptr<Transport> transpor
                           case DeviceNews::Kind::kAbsent:
                             return hear(news.device, news.reason, Gone::kAbsent);
                           case DeviceNews::Kind::kPresent:
-                            return status_.clear_absent(news.device);
+                            return local_.status().clear_absent(news.device);
                         }
                       }});
   answering_ = std::thread([this] {
@@ -69,9 +68,9 @@ ProcessesCommunicator::~ProcessesCommunicator() {
 void ProcessesCommunicator::hear(GlobalOrdinal device, const std::string& reason, Gone how) {
   if (device.value() < 0 || device.value() >= world_size() || world_.topology().is_local(device)) return;
   if (how == Gone::kAbsent) {
-    status_.mark_absent(device, reason, status_.absence_epoch(device));
+    local_.status().mark_absent(device, reason, local_.status().absence_epoch(device));
   } else {
-    status_.mark_gone(device, how, reason);
+    local_.status().mark_gone(device, how, reason);
   }
 }
 
@@ -85,12 +84,12 @@ void ProcessesCommunicator::give_up(const device::Failure& failure) {
 }
 
 std::optional<std::string> ProcessesCommunicator::why_out_of_step() {
-  if (std::optional<std::string> failed = status_.first_failed()) return failed;
+  if (std::optional<std::string> failed = local_.status().first_failed()) return failed;
   {
     std::lock_guard<std::mutex> lock(gave_up_mu_);
     if (gave_up_on_) return str_cat("a collective failed (", *gave_up_on_, ")");
   }
-  if (local_groups_.had_failures() || local_exchange_.unsettled()) {
+  if (local_.had_failures()) {
     return std::string("a collective among this process's devices failed");
   }
   return std::nullopt;
@@ -175,17 +174,17 @@ class ProcessesCommunicator::MemberChecks final : public LocalMeeting::Checks {
                              partition_mismatch_message(number_, device_, where, d, seen.describe(), partition_,
                                                         seen.partition)};
     }
-    if (comm_.status_.any_gone()) {
+    if (comm_.local_.status().any_gone()) {
       for (const int member : missing) {
         const GlobalOrdinal d(member);
-        if (std::optional<std::string> reason = comm_.status_.gone_reason(d)) {
+        if (std::optional<std::string> reason = comm_.local_.status().gone_reason(d)) {
           return gone_failure(where, d, *reason, "before it arrived");
         }
       }
     }
     comm_.board_.pump();
-    if (comm_.status_.any_interrupted()) {
-      if (std::optional<std::string> reason = comm_.status_.interrupt_reason(device_)) {
+    if (comm_.local_.status().any_interrupted()) {
+      if (std::optional<std::string> reason = comm_.local_.status().interrupt_reason(device_)) {
         return interrupted_failure(where, device_, reason, absent);
       }
     }
@@ -236,7 +235,7 @@ void ProcessesCommunicator::run(const CollectiveCall& call) {
   if (route.group == nullptr) {
     board_.start(call.device, {call.op, route.partition, route.group_text, -1});
     const Finished finished(board_, call.device);
-    return local_groups_.run(call);
+    return local_.groups().run(call);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
@@ -261,7 +260,7 @@ void ProcessesCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& at
   if (route.group == nullptr) {
     board_.start(device, {op, route.partition, route.group_text, -1});
     board_.finish(device);
-    return local_groups_.abandon(op, attrs, device, reason);
+    return local_.groups().abandon(op, attrs, device, reason);
   }
   CrossGroup& group = *route.group;
   const int64_t sequence = group.next_sequence[route.index]++;
@@ -272,44 +271,31 @@ void ProcessesCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& at
                         abandoned_failure(device, op, sequence, group.meeting.plan().group, reason), checks);
 }
 
-void ProcessesCommunicator::mark_device_failed(GlobalOrdinal device, const std::string& reason) {
-  status_.mark_gone(device, Gone::kFailed, reason);
-  wake_local_waiters();
-  if (world_.topology().is_local(device)) {
-    transport_->flush_sends();
-    transport_->announce({DeviceNews::Kind::kFailed, device, reason});
+uint64_t ProcessesCommunicator::tell(const DeviceEvent& event) {
+  const bool absence_current = event.kind == DeviceEvent::Kind::kAbsent &&
+                               local_.status().absence_epoch(event.device) == event.number;
+  const uint64_t id = local_.tell(event);
+  // News of this process's own devices goes to the others, after what
+  // they sent (the news could overtake it); a shutdown is every process's own.
+  if (!world_.topology().is_local(event.device)) return id;
+  switch (event.kind) {
+    case DeviceEvent::Kind::kFailed:
+      transport_->flush_sends();
+      transport_->announce({DeviceNews::Kind::kFailed, event.device, event.reason});
+      break;
+    case DeviceEvent::Kind::kAbsent:
+      if (!absence_current) break;
+      transport_->flush_sends();
+      transport_->announce({DeviceNews::Kind::kAbsent, event.device, event.reason});
+      break;
+    case DeviceEvent::Kind::kPresent:
+      transport_->announce({DeviceNews::Kind::kPresent, event.device, ""});
+      break;
+    case DeviceEvent::Kind::kShutDown:
+    case DeviceEvent::Kind::kInterrupted:
+    case DeviceEvent::Kind::kResumed:
+      break;
   }
-}
-
-void ProcessesCommunicator::mark_device_shut_down(GlobalOrdinal device, const std::string& reason) {
-  status_.mark_gone(device, Gone::kFailed, reason);
-  wake_local_waiters();
-}
-
-void ProcessesCommunicator::wake_local_waiters() {
-  local_groups_.wake();
-  local_exchange_.wake();
-}
-
-void ProcessesCommunicator::mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) {
-  const bool current = status_.absence_epoch(device) == epoch;
-  status_.mark_absent(device, reason, epoch);
-  wake_local_waiters();
-  if (current && world_.topology().is_local(device)) {
-    transport_->flush_sends();
-    transport_->announce({DeviceNews::Kind::kAbsent, device, reason});
-  }
-}
-
-void ProcessesCommunicator::clear_device_absent(GlobalOrdinal device) {
-  status_.clear_absent(device);
-  if (world_.topology().is_local(device)) transport_->announce({DeviceNews::Kind::kPresent, device, ""});
-}
-
-uint64_t ProcessesCommunicator::interrupt(GlobalOrdinal device, const std::string& reason) {
-  const uint64_t id = status_.interrupt(device, reason);
-  local_groups_.wake();
-  local_exchange_.interrupt(device, reason);
   return id;
 }
 
@@ -320,7 +306,7 @@ std::vector<std::string> ProcessesCommunicator::exchange(const ExchangeCall& cal
                  " is driven by another process");
   const auto is_local = [&](int d) { return topology.is_local(GlobalOrdinal(d)); };
   if (std::all_of(participants.begin(), participants.end(), is_local)) {
-    return local_exchange_.exchange(call);
+    return local_.exchange().exchange(call);
   }
   try {
     return exchange_.exchange(call, std::move(participants));

@@ -29,8 +29,8 @@
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
 // Order: a meeting's lock, then the exchange's, then the transport's, a
-// leaf; DeviceStatus is a leaf too (one, shared with the local groups and
-// the local exchange).
+// leaf; DeviceStatus is a leaf too (LocalProtocol's, which the cross
+// groups and exchange read).
 #pragma once
 
 #include <map>
@@ -44,9 +44,8 @@
 #include "comm/device_status.h"
 #include "comm/protocol/cross_collective.h"
 #include "comm/protocol/cross_exchange.h"
-#include "comm/protocol/local_exchange.h"
-#include "comm/protocol/local_groups.h"
 #include "comm/protocol/local_meeting.h"
+#include "comm/protocol/local_protocol.h"
 #include "comm/protocol/progress_board.h"
 #include "comm/protocol/transport.h"
 
@@ -61,13 +60,8 @@ class ProcessesCommunicator : public Communicator {
   void run(const CollectiveCall& call) override;
   void abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
                const std::string& reason) override;
-  void mark_device_failed(GlobalOrdinal device, const std::string& reason) override;
-  void mark_device_shut_down(GlobalOrdinal device, const std::string& reason) override;
-  uint64_t absence_epoch(GlobalOrdinal device) override { return status_.absence_epoch(device); }
-  void mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) override;
-  void clear_device_absent(GlobalOrdinal device) override;
-  uint64_t interrupt(GlobalOrdinal device, const std::string& reason) override;
-  void end_interrupt(GlobalOrdinal device, uint64_t id) override { status_.end_interrupt(device, id); }
+  uint64_t tell(const DeviceEvent& event) override;
+  uint64_t absence_epoch(GlobalOrdinal device) override { return local_.status().absence_epoch(device); }
   std::vector<std::string> exchange(const ExchangeCall& call) override;
   bool out_of_step() override { return why_out_of_step().has_value(); }
   std::optional<std::string> start_afresh(const std::function<void()>& prepare) override;
@@ -102,8 +96,6 @@ class ProcessesCommunicator : public Communicator {
   class MemberChecks;
   // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
   const std::string* keep_locked(std::string text);
-  // After news of a device: the local groups' and exchange's sleepers look again.
-  void wake_local_waiters();
   // News from another process, or of one that ended.
   void hear(GlobalOrdinal device, const std::string& reason, Gone how);
   // A collective or exchange with other processes failed: the transport
@@ -115,9 +107,7 @@ class ProcessesCommunicator : public Communicator {
   // Outlives meetings_, whose inboxes read it.
   const std::unique_ptr<Transport> transport_;
   const Processes& world_;
-  DeviceStatus status_;
-  LocalGroups local_groups_;      // groups within this process
-  LocalExchange local_exchange_;  // exchanges within this process
+  LocalProtocol local_;  // groups and exchanges within this process, the device status
   ProgressBoard board_;
   Peers peers_;
   CrossExchange exchange_;

@@ -182,7 +182,9 @@ std::optional<std::string> SimNetwork::Endpoint::try_take(int process, int tag, 
     if (source != nullptr) *source = taken.source;
     if (followers_of) {
       const Followers body = followers_of(taken.bytes, taken.source);
-      if (body.bytes > 0) post_locked(body.data, Region{0, 1, body.bytes, body.bytes}, taken.source, body.tag, *body.requests);
+      if (body.bytes > 0) {
+        post_locked(body.data, Region{0, 1, body.bytes, body.bytes}, taken.source, body.tag, *body.requests);
+      }
       network_.match_locked(place);
     }
     return std::move(taken.bytes);
@@ -192,7 +194,8 @@ std::optional<std::string> SimNetwork::Endpoint::try_take(int process, int tag, 
 
 class SimNetwork::EndpointInbox final : public Inbox {
  public:
-  EndpointInbox(Endpoint& endpoint, int process, PostedTags tags) : endpoint_(endpoint), process_(process), tags_(tags) {}
+  EndpointInbox(Endpoint& endpoint, int process, PostedTags tags)
+      : endpoint_(endpoint), process_(process), tags_(tags) {}
   std::optional<std::string_view> try_take() override {
     std::optional<std::string> message = endpoint_.try_take(process_, tags_.tag);
     if (!message) return std::nullopt;

@@ -38,21 +38,8 @@ class SimulatedJob final : public Communicator {
                const std::string& reason) override {
     owner(device).abandon(op, attrs, device, reason);
   }
-  void mark_device_failed(GlobalOrdinal device, const std::string& reason) override {
-    owner(device).mark_device_failed(device, reason);
-  }
-  void mark_device_shut_down(GlobalOrdinal device, const std::string& reason) override {
-    owner(device).mark_device_shut_down(device, reason);
-  }
+  uint64_t tell(const DeviceEvent& event) override { return owner(event.device).tell(event); }
   uint64_t absence_epoch(GlobalOrdinal device) override { return owner(device).absence_epoch(device); }
-  void mark_device_absent(GlobalOrdinal device, const std::string& reason, uint64_t epoch) override {
-    owner(device).mark_device_absent(device, reason, epoch);
-  }
-  void clear_device_absent(GlobalOrdinal device) override { owner(device).clear_device_absent(device); }
-  uint64_t interrupt(GlobalOrdinal device, const std::string& reason) override {
-    return owner(device).interrupt(device, reason);
-  }
-  void end_interrupt(GlobalOrdinal device, uint64_t id) override { owner(device).end_interrupt(device, id); }
   bool out_of_step() override;
   std::optional<std::string> start_afresh(const std::function<void()>& prepare) override;
   std::vector<std::string> exchange(const ExchangeCall& call) override { return owner(call.device).exchange(call); }
