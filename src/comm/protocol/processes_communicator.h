@@ -107,10 +107,13 @@ class ProcessesCommunicator : public Communicator {
   // Outlives meetings_, whose inboxes read it.
   const std::unique_ptr<Transport> transport_;
   const Processes& world_;
-  LocalProtocol local_;  // groups and exchanges within this process, the device status
-  ProgressBoard board_;
+  // Each on cache lines of its own: every collective writes the board
+  // (its mutex) while waiters read the status, and sharing a line cost a
+  // 2 x 2 job's 1 KiB all_reduce 9% (BENCHMARKS.md, #38).
+  alignas(64) LocalProtocol local_;  // groups and exchanges within this process, the device status
+  alignas(64) ProgressBoard board_;
   Peers peers_;
-  CrossExchange exchange_;
+  alignas(64) CrossExchange exchange_;
   // The first collective or exchange with other processes that failed.
   std::mutex gave_up_mu_;
   std::optional<std::string> gave_up_on_;  // guarded by gave_up_mu_
