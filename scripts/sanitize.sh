@@ -2,6 +2,7 @@
 # Runs the test suite under sanitizers: `address` (ASan + UBSan, every test)
 # or `thread` (TSan: the conformance suites, the rendezvous and its round counts, concurrent, executor, collective, buffer donation,
 # token, spawn, block cache, soak bounds, free-core pool, the kernels that split on it, worker, host ring and metrics tests,
+# 1,000 schedules of the simulated transport,
 # then every MPI test, one at a time).
 # Each builds into its own build-<kind>/ (the Python extension is left out).
 set -euo pipefail
@@ -17,6 +18,9 @@ if [ "$kind" = thread ]; then
   ctest --test-dir "$ORDO_BUILD_DIR" --output-on-failure -j "$(nproc)" \
     -R 'Conformance|Topology|Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|BufferDonation|DataParallelDonation|Spawn|ThreadBlockCache|BufferPool|SoakBounds|FreeCores|Matmul|ReduceOrder|RowBlocks|DropPendingGraph|Worker|Rendezvous|ExchangeRounds|HostRings|Metrics|WallClock' \
     -LE mpi
+  # The protocol among processes over the simulated transport: a thousand
+  # seeded schedules (the test command runs ten thousand without TSan).
+  "$ORDO_BUILD_DIR/ordo_schedule_sweep" --first 0 --count 1000
   # Open MPI's own libraries trip TSan (the threads MPI_Init starts, its
   # progress engine), so their reports are suppressed; the processes that
   # mpirun starts inherit this. One test at a time, as two large layouts
