@@ -146,8 +146,9 @@ class SimNetwork::Endpoint final : public Transport {
   void listen(NewsHandlers handlers) override;
   void announce(const DeviceNews& news) override {
     network_.enter(me_, false);
-    network_.tell_others(me_, [news](const NewsHandlers& h) {
-      if (h.device_news) h.device_news(news);
+    network_.tell_others(me_, [news](Place& place) {
+      if (!place.handlers.device_news) return place.unheard.push_back(news);
+      place.handlers.device_news(news);
     });
   }
   void gave_up(const std::string&) override {}
@@ -218,7 +219,13 @@ void SimNetwork::Endpoint::listen(NewsHandlers handlers) {
   Place& place = *network_.processes_[me_];
   std::lock_guard<std::recursive_mutex> delivering(place.delivery_mu);
   place.handlers = std::move(handlers);
-  for (const auto& event : place.heard) event(place.handlers);
+  for (const auto& [process, reason] : place.deaths) {
+    if (place.handlers.process_died) place.handlers.process_died(process, reason);
+  }
+  if (!place.handlers.device_news) return;
+  std::vector<DeviceNews> unheard;
+  unheard.swap(place.unheard);
+  for (const DeviceNews& news : unheard) place.handlers.device_news(news);
 }
 
 SimNetwork::SimNetwork(int processes, int devices_per_process, Schedule schedule)
@@ -316,8 +323,9 @@ void SimNetwork::enter(int process, bool sending) {
   if (died_now) {
     const std::string reason = str_cat(process_name(process), " died: a simulated death at its send ",
                                        schedule_.die_at_send);
-    tell_others(process, [process, reason](const NewsHandlers& h) {
-      if (h.process_died) h.process_died(process, reason);
+    tell_others(process, [process, reason](Place& place) {
+      place.deaths.emplace_back(process, reason);
+      if (place.handlers.process_died) place.handlers.process_died(process, reason);
     });
     throw_error<CollectiveError>(reason);
   }
@@ -358,13 +366,12 @@ void SimNetwork::settle() {
   }
 }
 
-void SimNetwork::tell_others(int process, const std::function<void(const NewsHandlers&)>& event) {
+void SimNetwork::tell_others(int process, const std::function<void(Place&)>& event) {
   for (int q = 0; q < process_count(); ++q) {
     if (q == process || dead(q)) continue;
     Place& place = *processes_[static_cast<size_t>(q)];
     std::lock_guard<std::recursive_mutex> delivering(place.delivery_mu);
-    place.heard.push_back(event);
-    event(place.handlers);
+    event(place);
   }
 }
 

@@ -112,9 +112,13 @@ class SimNetwork {
     std::list<PostedReceive> posted;
     std::set<uint64_t> pending;     // its transfers not done yet
     std::map<std::pair<int, int>, uint64_t> last_ready;  // by (source, tag)
+    // Guarded by delivery_mu: the handlers, the deaths heard (replayed to
+    // every listener), the device news that came while nobody listened
+    // (kept for the next), as the MPI mesh keeps them.
     std::recursive_mutex delivery_mu;
-    NewsHandlers handlers;                 // guarded by delivery_mu
-    std::vector<std::function<void(const NewsHandlers&)>> heard;  // replayed by listen
+    NewsHandlers handlers;
+    std::vector<std::pair<int, std::string>> deaths;
+    std::vector<DeviceNews> unheard;
   };
 
   // Both with mu_ held. poll_locked: a call of p that moves messages.
@@ -126,7 +130,8 @@ class SimNetwork {
   void enter(int process, bool sending);
   // p dies now: its untaken messages are dropped or delivered, the others hear.
   void die_locked(int process);
-  void tell_others(int process, const std::function<void(const NewsHandlers&)>& event);
+  // Runs event on every other living process's place, holding its delivery mutex.
+  void tell_others(int process, const std::function<void(Place&)>& event);
   uint64_t draw_delay_locked();
 
   const Schedule schedule_;
