@@ -1,4 +1,4 @@
-// The MPI tag of a group's messages. MPI matches a receive by (source,
+// The tag of a group's messages. A transport matches a receive by (source,
 // tag, communicator) and never lets two messages of one (source, tag)
 // overtake each other; the collectives of one group come in the same order
 // on every member (the token chain orders them), so a tag per group is all

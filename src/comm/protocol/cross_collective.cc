@@ -159,7 +159,7 @@ class CrossCollective::Watch {
   const bool interruptible_;
   const char* const waiting_for_;
   std::optional<Deadlines> deadlines_;           // from the first check on, as the clocks below
-  GoneGrace gone_grace_{owner_.peers_.link.gone_grace()};  // from when an awaited member was first seen gone
+  GoneGrace gone_grace_{owner_.peers_.transport.gone_grace()};  // from when an awaited member was first seen gone
   Clock::time_point started_;
   Clock::time_point next_question_;
   std::vector<std::pair<GlobalOrdinal, uint64_t>> questions_;  // (device, question) asked of its process
@@ -180,7 +180,7 @@ CrossCollective::CrossCollective(const Peers& peers, LocalMeeting& meeting)
     const bool other = p != plan_.me;
     const int process = plan_.processes[p];
     auto inbox = [&](PostedTags tags) {
-      return other ? peers_.link.open_inbox(process, tags) : nullptr;
+      return other ? peers_.transport.open_inbox(process, tags) : nullptr;
     };
     headers_.push_back(inbox(plan_.headers));
     retractions_.push_back(inbox(plan_.retractions));
@@ -195,7 +195,7 @@ std::string CrossCollective::on(GlobalOrdinal device) const {
 
 void CrossCollective::send_to_others(const std::string& message, PostedTags tags) {
   for (size_t p = 0; p < plan_.processes.size(); ++p) {
-    if (p != plan_.me) peers_.link.send_small(message, plan_.processes[p], tags);
+    if (p != plan_.me) peers_.transport.send_small(message, plan_.processes[p], tags);
   }
 }
 
@@ -408,9 +408,9 @@ void CrossCollective::reduce_eager(const HeaderLayout& layout) {
 std::optional<device::Failure> CrossCollective::move_data(const CollectiveAt& at, const CollectiveCall& like) {
   Watch watch(*this, like, at, /*interruptible=*/false, "its data has not come");
   std::vector<bool> none(plan_.processes.size(), false);
-  Transfers transfers(peers_.link, plan_, [&](Requests& requests) -> std::optional<device::Failure> {
+  Transfers transfers(peers_.transport, plan_, [&](Requests& requests) -> std::optional<device::Failure> {
     Backoff backoff;
-    while (!peers_.link.test(requests)) {
+    while (!peers_.transport.test(requests)) {
       if (std::optional<device::Failure> failure = retraction(at.sequence)) return failure;
       if (std::optional<device::Failure> failure = watch.check(none)) return failure;
       backoff.pause();

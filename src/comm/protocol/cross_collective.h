@@ -13,7 +13,7 @@
 //    their process and host.
 // 3. The data moves (cross_data.h).
 //
-// Headers come in order per (process, group) because MPI never lets two
+// Headers come in order per (process, group) because the transport never lets two
 // messages of one source and tag overtake each other; a header of an
 // earlier collective (one that failed here before this process sent
 // anything) is dropped. While it waits the leader fails the collective
@@ -25,7 +25,7 @@
 // took its header stop waiting for its data.
 //
 // Locking: a CrossCollective is used by one leader at a time (the
-// meeting's), and by tell_failure, which touches only the link.
+// meeting's), and by tell_failure, which touches only the transport.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +41,6 @@
 #include "comm/protocol/transport.h"
 #include "comm/protocol/local_meeting.h"
 #include "comm/protocol/message_header.h"
-#include "comm/protocol/transport.h"
-#include "comm/protocol/transport.h"
 #include "comm/protocol/progress_board.h"
 
 namespace ordo::comm {
@@ -50,7 +48,7 @@ namespace ordo::comm {
 // What the communicator shares with its leaders.
 struct Peers {
   const Processes& world;
-  Transport& link;
+  Transport& transport;
   const DeviceStatus& status;
   ProgressBoard& board;
 };
@@ -102,7 +100,7 @@ class CrossCollective {
   void reduce_eager(const HeaderLayout& layout);
   // The data movement (cross_data.h), waiting as long as data is on its way.
   std::optional<device::Failure> move_data(const CollectiveAt& at, const CollectiveCall& like);
-  // The data of #sequence failed to move: MPI may still use every buffer,
+  // The data of #sequence failed to move: the transport may still use every buffer,
   // so they are kept until exit, and the group runs no collective any more.
   void break_group(int64_t sequence, const device::Failure& failure);
   // The headers of every other process, into their_headers_ and raw_, or

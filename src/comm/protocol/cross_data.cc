@@ -318,19 +318,19 @@ Requests& Transfers::batch(size_t b) {
 }
 
 void Transfers::send(const std::byte* data, size_t bytes, size_t position, size_t b) {
-  link_.send(data, bytes, plan_.processes[position], plan_.data_tag, batch(b));
+  transport_.send(data, bytes, plan_.processes[position], plan_.data_tag, batch(b));
 }
 
 void Transfers::receive(std::byte* data, size_t bytes, size_t position, size_t b) {
-  link_.receive(data, bytes, plan_.processes[position], plan_.data_tag, batch(b));
+  transport_.receive(data, bytes, plan_.processes[position], plan_.data_tag, batch(b));
 }
 
 void Transfers::send_region(const std::byte* base, const Region& region, size_t position) {
-  link_.send_region(base, region, plan_.processes[position], plan_.data_tag, batch(0));
+  transport_.send_region(base, region, plan_.processes[position], plan_.data_tag, batch(0));
 }
 
 void Transfers::receive_region(std::byte* base, const Region& region, size_t position) {
-  link_.receive_region(base, region, plan_.processes[position], plan_.data_tag, batch(0));
+  transport_.receive_region(base, region, plan_.processes[position], plan_.data_tag, batch(0));
 }
 
 std::optional<device::Failure> Transfers::wait(size_t b) {
@@ -346,7 +346,7 @@ std::optional<device::Failure> Transfers::wait_all() {
 }
 
 void Transfers::abandon() {
-  for (Requests& requests : batches_) link_.abandon(requests);
+  for (Requests& requests : batches_) transport_.abandon(requests);
 }
 
 std::optional<device::Failure> move_data_across(const GroupPlan& plan, Calls calls, Transfers& transfers,

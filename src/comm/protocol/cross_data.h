@@ -35,7 +35,7 @@ namespace ordo::comm {
 class Scratch {
  public:
   std::byte* get(size_t slot, size_t bytes);
-  // After a failure MPI may still write or read them: they are kept
+  // After a failure the transport may still write or read them: they are kept
   // until exit instead.
   void abandon();
 
@@ -48,7 +48,7 @@ class Scratch {
 class Transfers {
  public:
   using Wait = std::function<std::optional<device::Failure>(Requests&)>;
-  Transfers(Transport& link, const GroupPlan& plan, Wait wait) : link_(link), plan_(plan), wait_(std::move(wait)) {}
+  Transfers(Transport& transport, const GroupPlan& plan, Wait wait) : transport_(transport), plan_(plan), wait_(std::move(wait)) {}
   ~Transfers();
 
   // To or from the process at `position` in the plan, in batch `batch`.
@@ -64,7 +64,7 @@ class Transfers {
  private:
   Requests& batch(size_t b);
 
-  Transport& link_;
+  Transport& transport_;
   const GroupPlan& plan_;
   Wait wait_;
   std::vector<Requests> batches_;

@@ -37,9 +37,9 @@ device::Failure sending_failure(std::string_view tag, GlobalOrdinal device, size
 
 }  // namespace
 
-CrossExchange::CrossExchange(const Processes& world, Transport& link, const DeviceStatus& status, ProgressBoard& board)
+CrossExchange::CrossExchange(const Processes& world, Transport& transport, const DeviceStatus& status, ProgressBoard& board)
     : world_(world),
-      link_(link),
+      transport_(transport),
       status_(status),
       board_(board),
       inboxes_(static_cast<size_t>(world.topology().local_devices())),
@@ -54,7 +54,7 @@ CrossExchange::~CrossExchange() {
   std::lock_guard<std::mutex> lock(pump_mu_);
   for (Incoming& incoming : incoming_) {
     if (incoming.body.empty()) continue;
-    link_.abandon(incoming.body);
+    transport_.abandon(incoming.body);
     std::lock_guard<std::mutex> parking(*parked_mu);
     parked->push_back(std::move(incoming.note.body));
   }
@@ -149,7 +149,7 @@ void CrossExchange::pump() {
   std::unique_lock<std::mutex> pumping(pump_mu_, std::try_to_lock);
   if (!pumping.owns_lock()) return;  // another thread takes for every device
   int source = 0;
-  while (link_.try_take(kAnyProcess, kExchangeTag, &source, [this](const std::string& bytes, int from) {
+  while (transport_.try_take(kAnyProcess, kExchangeTag, &source, [this](const std::string& bytes, int from) {
     Note note = decode(bytes, from);
     return followers_of(incoming_.emplace_back(Incoming{std::move(note), from, {}}));
   })) {
@@ -190,7 +190,7 @@ Followers CrossExchange::followers_of(Incoming& incoming) {
 void CrossExchange::deliver_arrived_locked() {
   std::set<int> still_coming;  // processes whose earlier body is not in yet
   for (auto it = incoming_.begin(); it != incoming_.end();) {
-    if (still_coming.count(it->source) || (!it->body.empty() && !link_.test(it->body))) {
+    if (still_coming.count(it->source) || (!it->body.empty() && !transport_.test(it->body))) {
       still_coming.insert(it->source);
       ++it;
       continue;
@@ -208,7 +208,7 @@ void CrossExchange::tell(const Note& note) {
     if (world_.topology().is_local(GlobalOrdinal(e))) {
       deliver(std::move(copy));
     } else {
-      link_.send_owned(encode(copy, copy.body), world_.topology().place(GlobalOrdinal(e)).process, kExchangeTag);
+      transport_.send_owned(encode(copy, copy.body), world_.topology().place(GlobalOrdinal(e)).process, kExchangeTag);
     }
   }
 }
@@ -282,7 +282,7 @@ class CrossExchange::Round {
   bool cycle_seen_ = false;
   std::chrono::steady_clock::time_point cycle_since_;
   bool first_look_ = true;  // what came before this device did
-  GoneGrace gone_grace_{owner_.link_.gone_grace()};  // from when a participant waited for was seen gone
+  GoneGrace gone_grace_{owner_.transport_.gone_grace()};  // from when a participant waited for was seen gone
 };
 
 CrossExchange::Round::Round(CrossExchange& owner, const ExchangeCall& call, std::vector<int> participants)
@@ -337,11 +337,11 @@ void CrossExchange::Round::send_payload() {
       note.body = std::string(call_.payload);
       owner_.deliver(std::move(note));
     } else if (!apart) {
-      owner_.link_.send_owned(encode(note, call_.payload), topology.place(receiver).process, kExchangeTag);
+      owner_.transport_.send_owned(encode(note, call_.payload), topology.place(receiver).process, kExchangeTag);
     } else {
       if (!body) body = std::make_shared<const std::string>(call_.payload);
       note.body_follows = body->size();
-      owner_.link_.send_owned(encode(note, {}), topology.place(receiver).process, kExchangeTag, body, kExchangeBodyTag);
+      owner_.transport_.send_owned(encode(note, {}), topology.place(receiver).process, kExchangeTag, body, kExchangeBodyTag);
     }
   }
 }

@@ -1,11 +1,11 @@
 // The exchange (Communicator::exchange, a rendezvous) between devices of
 // several processes: every participant sends its payload to every other
-// one, as one message to a device of another process (one MPI tag for
+// one, as one message to a device of another process (one tag for
 // all, kExchangeTag: the message names its round and its receiver) or
 // straight into the inbox of a device of this one.
 //
 // Rounds are counted per tag, participant set and device, as in-process,
-// and every message names its round. MPI keeps the messages of one sender
+// and every message names its round. The transport keeps the messages of one sender
 // in order and a device takes part in one exchange at a time, so when a
 // device waits for a participant and holds that participant's message of
 // another exchange it has not done, the two wait for each other in
@@ -18,11 +18,11 @@
 // that gives up (timeout, gone peer, interrupt) tells the others, whose
 // round fails at once, now or when they come.
 //
-// Whoever waits moves MPI forward: it takes every exchange message that
+// Whoever waits moves the transport forward: it takes every exchange message that
 // has come for any device of the process into that device's inbox.
 //
-// A payload longer than half the link's piece (512 MiB) follows its note
-// on kExchangeBodyTag, cut into pieces (MPI counts in int), one copy for
+// A payload longer than half the transport's piece (MPI: 512 MiB) follows its note
+// on kExchangeBodyTag (cut into pieces by MPI, which counts in int), one copy for
 // every process it goes to; the note waits until its body is in, and the
 // sender's later notes behind it. A sender that fails to send (short of
 // memory, say) gives the round up, and every participant fails with its
@@ -32,7 +32,7 @@
 // Locking: pump_mu_ (one thread takes for all; the others go on waiting)
 // guards the notes whose bodies still come, and is taken before mu_. mu_
 // guards the inboxes, the rounds and who waits where. Both are taken
-// before the MPI lock (the link's), never while holding another lock of
+// before the transport's lock, never while holding another lock of
 // the communicator.
 #pragma once
 
@@ -50,7 +50,6 @@
 #include "comm/communicator.h"
 #include "comm/device_status.h"
 #include "comm/protocol/transport.h"
-#include "comm/protocol/transport.h"
 #include "comm/protocol/progress_board.h"
 
 namespace ordo::comm {
@@ -60,7 +59,7 @@ inline constexpr int kExchangeBodyTag = 4;  // payloads that follow their notes
 
 class CrossExchange {
  public:
-  CrossExchange(const Processes& world, Transport& link, const DeviceStatus& status, ProgressBoard& board);
+  CrossExchange(const Processes& world, Transport& transport, const DeviceStatus& status, ProgressBoard& board);
   ~CrossExchange();
   CrossExchange(const CrossExchange&) = delete;
   CrossExchange& operator=(const CrossExchange&) = delete;
@@ -98,7 +97,7 @@ class CrossExchange {
   static std::string encode(const Note& note, std::string_view body);
   Note decode(const std::string& bytes, int source) const;
   // Payloads longer than this follow their notes.
-  size_t longest_inline_payload() const { return link_.piece_bytes() / 2; }
+  size_t longest_inline_payload() const { return transport_.piece_bytes() / 2; }
 
   void deliver(Note note);
   // Takes every exchange message that has come into its device's inbox.
@@ -109,7 +108,7 @@ class CrossExchange {
     int source = 0;
     Requests body;
   };
-  // Where note's body goes (pump_mu_ and the MPI lock held): into its
+  // Where note's body goes (pump_mu_ and the transport's lock held): into its
   // body, or nowhere, the note then turned into its round's failure.
   Followers followers_of(Incoming& incoming);
   // Delivers the taken notes whose bodies are in, each process's in order.
@@ -125,7 +124,7 @@ class CrossExchange {
   void pass_round_locked(size_t index, const Key& key, int64_t round);
 
   const Processes& world_;
-  Transport& link_;
+  Transport& transport_;
   const DeviceStatus& status_;
   ProgressBoard& board_;  // answered while waiting
   std::mutex pump_mu_;

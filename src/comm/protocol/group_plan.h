@@ -1,4 +1,4 @@
-// A replica group that spans processes, as the MPI backend sees it: who
+// A replica group that spans processes, as the protocol sees it: who
 // holds which member, which members are this process's, and the tags of
 // the group's messages. Made once per group and immutable.
 //

@@ -1,7 +1,7 @@
 // Where the members of a cross-process group that live in this process
 // meet, before one of them (the leader) runs the collective with the other
 // processes for all of them, once every one has come. The others wait for
-// the leader's outcome; nobody but the leader calls MPI for the group.
+// the leader's outcome; nobody but the leader calls the transport for the group.
 //
 // The leader is local member (position of the process in the group) mod
 // (local members): fixed, and a different one in neighbouring processes.
@@ -30,7 +30,7 @@
 // Locking: mu_ guards everything but finished_ and running_ (atomic
 // copies of the last collective finished and the last one every member
 // came to, for waiters that spin); the leader reads calls() without it
-// (nobody writes them while it runs). Taken before the MPI lock, never
+// (nobody writes them while it runs). Taken before the transport's lock, never
 // while another meeting's is held.
 #pragma once
 

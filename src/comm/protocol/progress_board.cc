@@ -31,8 +31,8 @@ std::string ProgressBoard::Seen::doing(int64_t number, const std::string& waitin
   return str_cat("has not reached a collective since its collective #", started - 1, " (", latest, ")");
 }
 
-ProgressBoard::ProgressBoard(const Processes& world, Transport& link)
-    : world_(world), link_(link), records_(static_cast<size_t>(world.topology().local_devices())) {}
+ProgressBoard::ProgressBoard(const Processes& world, Transport& transport)
+    : world_(world), transport_(transport), records_(static_cast<size_t>(world.topology().local_devices())) {}
 
 int64_t ProgressBoard::start(GlobalOrdinal device, const Note& note) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -82,7 +82,7 @@ uint64_t ProgressBoard::ask(GlobalOrdinal device, int64_t number) {
   put_word(bytes, question);
   put_word(bytes, static_cast<uint64_t>(device.value()));
   put_word(bytes, static_cast<uint64_t>(number));
-  link_.send_owned(std::move(bytes), world_.topology().place(device).process, kQuestionTag);
+  transport_.send_owned(std::move(bytes), world_.topology().place(device).process, kQuestionTag);
   return question;
 }
 
@@ -100,7 +100,7 @@ void ProgressBoard::forget(uint64_t question) {
 
 void ProgressBoard::pump() {
   int source = 0;
-  while (std::optional<std::string> bytes = link_.try_take(kAnyProcess, kQuestionTag, &source)) {
+  while (std::optional<std::string> bytes = transport_.try_take(kAnyProcess, kQuestionTag, &source)) {
     WireReader in(*bytes, "progress questions", world_.describe_process(source));
     if (in.word() != kQuestionMagic) in.malformed("no header");
     const uint64_t question = in.word();
@@ -119,9 +119,9 @@ void ProgressBoard::pump() {
     put_bytes(answer, s.partition);
     put_bytes(answer, s.group);
     put_word(answer, static_cast<uint64_t>(s.sequence));
-    link_.send_owned(std::move(answer), source, kAnswerTag);
+    transport_.send_owned(std::move(answer), source, kAnswerTag);
   }
-  while (std::optional<std::string> bytes = link_.try_take(kAnyProcess, kAnswerTag, &source)) {
+  while (std::optional<std::string> bytes = transport_.try_take(kAnyProcess, kAnswerTag, &source)) {
     WireReader in(*bytes, "progress questions", world_.describe_process(source));
     if (in.word() != kAnswerMagic) in.malformed("no header");
     const uint64_t question = in.word();

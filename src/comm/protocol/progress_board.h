@@ -18,8 +18,8 @@
 // waiter pumps): a process whose devices all compute answers later, which
 // only delays the verdict.
 //
-// Locking: mu_ guards the records and the answers; a leaf below the MPI
-// lock's callers (pump releases it before calling the link).
+// Locking: mu_ guards the records and the answers; a leaf below the
+// transport's callers (pump releases it before calling the transport).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "comm/protocol/transport.h"
 #include "comm/protocol/transport.h"
 #include "core/device_numbers.h"
 #include "ir/ops.h"
@@ -41,7 +40,7 @@ inline constexpr int kAnswerTag = 3;
 
 class ProgressBoard {
  public:
-  ProgressBoard(const Processes& world, Transport& link);
+  ProgressBoard(const Processes& world, Transport& transport);
 
   struct Note {
     ir::OpKind op;
@@ -91,7 +90,7 @@ class ProgressBoard {
   };
 
   const Processes& world_;
-  Transport& link_;
+  Transport& transport_;
   mutable std::mutex mu_;
   std::vector<Record> records_;  // by local device index
   uint64_t last_question_ = 0;
