@@ -1,6 +1,9 @@
-// The communication interface: what a collective kernel calls. Every backend
-// (in-process threads; MPI processes, comm/mpi/) implements it over the
-// protocol of comm/protocol/ and passes the same conformance tests
+// The communication interface: what a collective kernel calls, and what a
+// device's driver tells of it (tell). The protocol behind it is written
+// once (comm/protocol/): the in-process backend is the protocol among a
+// process's devices alone; ProcessesCommunicator runs it among processes
+// over a transport (MPI's, comm/mpi/; a seeded simulated one for tests,
+// comm/simulated/). Every backend passes the same conformance tests
 // (tests/comm_conformance_test.cc, tests/comm_exchange_conformance_test.cc);
 // the in-process backend is the reference.
 #pragma once
