@@ -510,6 +510,36 @@ TEST_P(ConformanceFailures, AMismatchFailsEveryDeviceAndKeepsThemAligned) {
   expect_aligned("a mismatch");
 }
 
+TEST_P(ConformanceFailures, AnotherPartitionAtTheSameNumberFailsEveryDeviceNamingBoth) {
+  // The last device pairs with its neighbour while every other device runs
+  // on the world: its group waits for the neighbour and the world's for
+  // it, and each waiter finds the other partition in the missing device's
+  // record. With processes of two devices the pair is one process's and
+  // the world spans processes, so a record must show both kinds of group.
+  if (world_ < 3) GTEST_SKIP() << "two devices have no other partition with a group of both";
+  set_collective_timeouts({5.0, 20.0});
+  const int odd = world_ - 1;
+  ReplicaGroups pairs;
+  for (int d = 0; d < odd - 1; ++d) pairs.push_back({d});
+  pairs.push_back({odd - 1, odd});
+  std::vector<ir::CollectiveAttrs> attrs(world_);
+  attrs[odd].groups = pairs;
+  std::vector<DevicePart> parts = small_parts();
+  const Clock::time_point start = Clock::now();
+  const Outcome outcome = run_collective(session_, ir::OpKind::kAllReduce, attrs, parts);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10)) << "a waiter timed out instead";
+  std::vector<int> everyone(static_cast<size_t>(world_));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  const std::string world_text = comm::describe_groups({everyone}), pairs_text = comm::describe_groups(pairs);
+  for (const int d : devices()) {
+    const std::string& error = outcome.errors[d];
+    EXPECT_EQ(outcome.codes[d], ErrorCode::kCollectiveMismatch) << "device " << d << ": " << error;
+    const bool names_both = error.find(str_cat(world_text, " against ", pairs_text)) != std::string::npos ||
+                            error.find(str_cat(pairs_text, " against ", world_text)) != std::string::npos;
+    EXPECT_TRUE(names_both) << "device " << d << ": " << error;
+  }
+}
+
 TEST_P(ConformanceFailures, AMissingDeviceTimesOutNamingIt) {
   // Across processes the peers start the case together and wait long
   // enough that a loaded machine's late process still reaches the

@@ -195,6 +195,14 @@ void Channel::join_failed_locked(int64_t sequence, size_t rank, device::Failure 
   apply_pending_locked(slot);
 }
 
+void Channel::abandon(size_t rank, int64_t sequence, device::Failure failure) {
+  members_[rank].joined.store(sequence, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    join_failed_locked(sequence, rank, std::move(failure));
+  }
+}
+
 void Channel::apply_pending_locked(Slot& slot) {
   for (;;) {
     const uint64_t state = slot.state.load(std::memory_order_seq_cst);

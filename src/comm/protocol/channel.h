@@ -196,6 +196,10 @@ class Channel {
   void join_failed_locked(int64_t sequence, size_t rank, device::Failure failure);
   // Applies the pending joins for the collective the slot now serves (mu held).
   void apply_pending_locked(Slot& slot);
+  // The member of rank will not run collective #sequence, its next: it
+  // joins it only to fail it (join_failed_locked, mu taken here). The
+  // caller marks itself done afterwards.
+  void abandon(size_t rank, int64_t sequence, device::Failure failure);
   bool has_pending() const { return pending_count_.load(std::memory_order_acquire) > 0; }
   // Wakes sleepers, if any, after a change of a state or a done mark.
   void wake();

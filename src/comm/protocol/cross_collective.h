@@ -24,8 +24,9 @@
 // fails after its header went out sends a retraction, so that peers that
 // took its header stop waiting for its data.
 //
-// Locking: a CrossCollective is used by one leader at a time (the
-// meeting's), and by tell_failure, which touches only the transport.
+// Locking: none. A CrossCollective is used by whoever runs the tasks of the
+// meeting's leader, and by tell_failure, which touches only the transport
+// (local_meeting.h says who calls it, and when).
 #pragma once
 
 #include <cstdint>
@@ -64,15 +65,15 @@ struct CollectiveAt {
   LocalMeeting::LastArrival arrived;  // the local member that came last, and when
 };
 
-class CrossCollective {
+class CrossCollective final : public LocalMeeting::Teller {
  public:
   CrossCollective(const Peers& peers, LocalMeeting& meeting);
 
   // The collective for every local member (meeting.calls()).
   std::optional<device::Failure> lead(const CollectiveAt& at);
   // #sequence failed here before a leader ran it: the other processes
-  // of the group fail it too.
-  void tell_failure(int64_t sequence, const device::Failure& failure);
+  // of the group fail it too. Any local member may call it (local_meeting.h).
+  void tell_failure(int64_t sequence, const device::Failure& failure) override;
 
   // "device 2 on process 1 (host vm, pid 42)"
   std::string who(GlobalOrdinal device) const;

@@ -11,14 +11,11 @@
 namespace ordo::comm {
 namespace {
 
-// Fills p's seat and returns whether its inputs were staged (a small
-// all_reduce). Members whose fingerprints match decide alike.
-bool take_seat(const Participant& p, int64_t arrived_ns) {
+// Fills p's seat, its fingerprint (written only when it changes) and a
+// small all_reduce's inputs too, and returns whether they were staged.
+// Members whose fingerprints match decide alike.
+bool fill_seat(const Participant& p, int64_t arrived_ns) {
   Seat& seat = p.slot.seats[p.rank];
-  p.slot.set_arrival(p.rank, arrived_ns);
-  // Written only when it changes, like the fingerprint: the kernel's call
-  // is usually at the same address every time.
-  if (seat.call != &p.call) seat.call = &p.call;
   seat.fingerprint.assign(p.call);
   bool staged = false;
   if (p.call.op == ir::OpKind::kAllReduce) {
@@ -26,29 +23,9 @@ bool take_seat(const Participant& p, int64_t arrived_ns) {
     staged = bytes <= kMaxStagedBytes;
     if (staged) stage_inputs(p.call, seat.staged.reserve(bytes));
   }
-  p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
+  take_seat(p, arrived_ns);
   return staged;
 }
-
-// Marks a member done with its collective on every way out of run(),
-// exceptions included: a slot is reused only once every member is done.
-class DoneMark {
- public:
-  explicit DoneMark(const Participant& p) : p_(p) {}
-  ~DoneMark() { mark(); }
-  DoneMark(const DoneMark&) = delete;
-  DoneMark& operator=(const DoneMark&) = delete;
-
-  void mark() {
-    if (marked_) return;
-    marked_ = true;
-    p_.channel.mark_done(p_.rank, p_.sequence);
-  }
-
- private:
-  const Participant& p_;
-  bool marked_ = false;
-};
 
 // Every member compares every fingerprint with rank 0's, so all find the
 // same first mismatch and raise the same error. The message describes
@@ -100,6 +77,11 @@ LocalGroups::LocalGroups(int world_size, const DeviceStatus& status)
       status_(status),
       routes_(static_cast<size_t>(world_size)),
       progress_(static_cast<size_t>(world_size)) {}
+
+const Partition* LocalGroups::partition(const ReplicaGroups& canonical) {
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  return partition_locked(canonical);
+}
 
 const Partition* LocalGroups::partition_locked(const ReplicaGroups& groups) {
   std::unique_ptr<Partition>& partition = partitions_[groups];
@@ -155,22 +137,23 @@ void LocalGroups::run_in_channel(const CollectiveCall& call) {
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
-  const int64_t number = progress_[call.device.slot()].start(
-      {call.op, route.partition, &channel, sequence});
+  const int64_t number =
+      progress_[call.device.slot()].start({call.op, route.partition, &channel.group(), &channel, sequence});
   Slot& slot = channel.slot_of(sequence);
-  const Participant me{channel, slot, sequence, route.rank, call, status_, number, *route.partition, progress_};
+  const Participant me{channel,  slot,   sequence,         route.rank, call, channel.group(),
+                       status_,  number, *route.partition, progress_};
   DoneMark done(me);
   // The seat is free once every member is done with the slot's earlier
   // collective: known in the steady state, else waited for.
   bool staged = false;
   std::optional<uint64_t> arrived;
   if (sequence - Channel::kSlots <= member.done_through) {
-    staged = take_seat(me, arrived_ns);
+    staged = fill_seat(me, arrived_ns);
     arrived = channel.arrive(slot, sequence, member.done_through);
   }
   if (!arrived) {
     if (std::optional<device::Failure> failure = wait_until_open(me)) failure->raise();
-    staged = take_seat(me, arrived_ns);
+    staged = fill_seat(me, arrived_ns);
     arrived = channel.arrive(slot);
   }
   const uint64_t state = *arrived;
@@ -199,12 +182,8 @@ void LocalGroups::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, Globa
   Channel& channel = *route.channel;
   Member& member = channel.member(route.rank);
   const int64_t sequence = member.next_sequence++;
-  progress_[device.slot()].start({op, route.partition, &channel, sequence});
-  member.joined.store(sequence, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(channel.mu);
-    channel.join_failed_locked(sequence, route.rank, abandoned_failure(device, op, sequence, channel.group(), reason));
-  }
+  progress_[device.slot()].start({op, route.partition, &channel.group(), &channel, sequence});
+  channel.abandon(route.rank, sequence, abandoned_failure(device, op, sequence, channel.group(), reason));
   channel.mark_done(route.rank, sequence);
 }
 

@@ -18,7 +18,8 @@
 // changes). routes_[d] is used only by whoever runs device d's tasks, the
 // only caller of run and abandon for d: its worker thread or a thread
 // waiting for d, one at a time, ordered by the worker's mutex (worker.h).
-// It alone writes progress_[d], which waiters read (progress.h).
+// It alone writes progress_[d], which waiters read (progress.h), here and
+// in the protocol among processes.
 // start_afresh replaces all of these while nobody uses them. Order:
 // channels_mu_ before Channel::mu (channel.h), before DeviceStatus
 // (comm/device_status.h).
@@ -28,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,16 @@ class LocalGroups {
   // of abandoned collectives still pending) is forgotten. Only while no
   // device runs or waits in a collective (every queue ran).
   void start_afresh();
+
+  // The one Partition of canonical groups (ir::canonical_partition; the
+  // world as one group of every device), for collectives recorded by
+  // whoever runs groups that span processes.
+  const Partition* partition(const ReplicaGroups& canonical);
+  // Device's progress record: written by whoever runs its tasks, read by
+  // its peers' waiters (progress.h).
+  DeviceProgress& progress(GlobalOrdinal device) { return progress_[device.slot()]; }
+  const DeviceProgress& progress(GlobalOrdinal device) const { return progress_[device.slot()]; }
+  std::span<const DeviceProgress> progress_records() const { return progress_; }  // by global ordinal
 
  private:
   // A device's way into the channel of its group in one partition.

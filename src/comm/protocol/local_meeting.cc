@@ -2,159 +2,107 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "comm/protocol/pacing.h"
-#include "core/check.h"
 #include "core/steady_clock.h"
-#include "ordo/error.h"
 
 namespace ordo::comm {
 namespace {
 
-// How many failed collectives a meeting remembers for members that come late.
-constexpr size_t kFailuresKept = 16;
+std::vector<int> local_members(const GroupPlan& plan) {
+  std::vector<int> members;
+  for (const size_t rank : plan.local_ranks) members.push_back(plan.group[rank]);
+  return members;
+}
 
 }  // namespace
 
 LocalMeeting::LocalMeeting(GroupPlan plan)
     : plan_(std::move(plan)),
       leader_(plan_.me % std::max<size_t>(1, plan_.local_ranks.size())),
-      present_(plan_.local_ranks.size(), false),
-      calls_(plan_.local_ranks.size(), nullptr) {}
-
-std::vector<int> LocalMeeting::missing_locked() const {
-  std::vector<int> missing;
-  for (size_t i = 0; i < present_.size(); ++i) {
-    if (!present_[i]) missing.push_back(plan_.group[plan_.local_ranks[i]]);
+      channel_(local_members(plan_)) {
+  for (size_t i = 0; i < claimed_.size(); ++i) {
+    claimed_[i].store(-1, std::memory_order_relaxed);
+    told_[i].store(-1, std::memory_order_relaxed);
   }
-  return missing;
 }
 
-std::optional<device::Failure> LocalMeeting::open_locked(std::unique_lock<std::mutex>& lock, int64_t sequence) {
-  // The members of the collective before are leaving it: it is finished.
-  cv_.wait(lock, [&] { return sequence_ >= sequence; });
-  if (sequence_ == sequence) return std::nullopt;
-  auto failed = failed_.find(sequence);
-  if (failed != failed_.end()) return failed->second;
-  return device::Failure{ErrorCode::kCollective,
-                         str_cat("collective #", sequence, " on group ", plan_.text,
-                                 " failed before this device arrived, too long ago to say why")};
+LocalMeeting::Arrival LocalMeeting::arrive(const Participant& p, int64_t arrived_ns, Teller& teller) {
+  DoneMark done(p);
+  if (std::optional<device::Failure> failure = gather(p, arrived_ns)) {
+    tell_once(p.sequence, *failure, teller);
+    return {false, std::move(failure), {}};
+  }
+  if (p.rank == leader_) {
+    done.hand_over();  // to finish, once the outcome is there
+    return {true, std::nullopt, lead(p)};
+  }
+  wait_until_done(p, leader_);
+  return {false, outcomes_[slot_index(p.sequence)], {}};
 }
 
-void LocalMeeting::fail_locked(int64_t sequence, const device::Failure& failure) {
-  phase_ = Phase::kFinished;
-  finished_.store(sequence, std::memory_order_release);
-  failed_.insert_or_assign(sequence, failure);
-  while (failed_.size() > kFailuresKept) failed_.erase(failed_.begin());
-  cv_.notify_all();
-}
-
-void LocalMeeting::leave_locked() {
-  ++left_;
-  if (phase_ == Phase::kFinished && left_ == arrived_) open_next_locked();
-}
-
-void LocalMeeting::open_next_locked() {
-  ++sequence_;
-  phase_ = Phase::kGathering;
-  arrived_ = left_ = 0;
-  std::fill(present_.begin(), present_.end(), false);
-  std::fill(calls_.begin(), calls_.end(), nullptr);
-  cv_.notify_all();
-}
-
-std::optional<device::Failure> LocalMeeting::outcome_locked(int64_t sequence) const {
-  const auto failed = failed_.find(sequence);
-  if (failed != failed_.end()) return failed->second;
+std::optional<device::Failure> LocalMeeting::gather(const Participant& p, int64_t arrived_ns) {
+  Member& member = channel_.member(p.rank);
+  std::optional<uint64_t> arrived;
+  if (p.sequence - Channel::kSlots <= member.done_through) {
+    take_seat(p, arrived_ns);
+    arrived = channel_.arrive(p.slot, p.sequence, member.done_through);
+  }
+  if (!arrived) {
+    if (std::optional<device::Failure> failure = wait_until_open(p)) return failure;
+    take_seat(p, arrived_ns);
+    arrived = channel_.arrive(p.slot);
+  }
+  if (p.status.any_gone() && !SlotState::failed(*arrived)) fail_if_member_gone_or_elsewhere(p);
+  if (SlotState::failed(*arrived) || !wait_for_arrivals(p)) return channel_.failure_of(p.slot);
+  // Everyone arrived here, so everyone is done with every earlier collective.
+  member.done_through = p.sequence - 1;
   return std::nullopt;
 }
 
-LocalMeeting::Arrival LocalMeeting::arrive(size_t index, int64_t sequence, const CollectiveCall* call,
-                                           int64_t arrived_ns, Checks& checks) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (std::optional<device::Failure> late = open_locked(lock, sequence)) return {false, std::move(late), {}};
-  ++arrived_;
-  present_[index] = true;
-  if (phase_ == Phase::kFinished) {  // failed before this member came
-    std::optional<device::Failure> failure = outcome_locked(sequence);
-    leave_locked();
-    return {false, std::move(failure), {}};
+LocalMeeting::LastArrival LocalMeeting::lead(const Participant& p) {
+  std::vector<const CollectiveCall*>& calls = channel_.member(leader_).calls;
+  size_t last = 0;
+  for (size_t q = 0; q < calls.size(); ++q) {
+    calls[q] = p.slot.seats[q].call;
+    if (p.slot.arrival(q) > p.slot.arrival(last)) last = q;
   }
-  calls_[index] = call;
-  if (arrived_ == calls_.size()) {
-    phase_ = Phase::kRunning;
-    last_ = {call->device, arrived_ns, wall_ns_at(arrived_ns)};
-    if (index == leader_) return {true, std::nullopt, last_};
-    running_.store(sequence, std::memory_order_release);
-    cv_.notify_all();  // the leader may be asleep
-  }
-  // The others usually come, and the leader finishes, within microseconds:
-  // spin a little before sleeping (a wake-up costs more than a small
-  // collective).
-  lock.unlock();
-  const std::atomic<int64_t>& awaited = index == leader_ ? running_ : finished_;
-  spin_for([&] { return awaited.load(std::memory_order_acquire) >= sequence; }, std::chrono::microseconds(50),
-           Backoff::oversubscribed());
-  lock.lock();
-  // Look at the missing members again now and then (LookAgain); the last
-  // arrival wakes the leader, and the leader's finish the others. A
-  // finished collective is no longer the meeting's once the leader's
-  // finish opened the next.
-  const auto finished = [&] { return sequence_ != sequence || phase_ == Phase::kFinished; };
-  LookAgain look_again;
-  while (!finished()) {
-    if (phase_ == Phase::kRunning && index == leader_) return {true, std::nullopt, last_};
-    if (phase_ == Phase::kGathering) {
-      const std::vector<int> missing = missing_locked();
-      lock.unlock();
-      std::optional<device::Failure> failure = checks.check(missing, sequence);
-      lock.lock();
-      if (failure && phase_ == Phase::kGathering && sequence_ == sequence) {
-        fail_locked(sequence, *failure);
-        lock.unlock();
-        checks.told(sequence, *failure);
-        lock.lock();
-        break;
-      }
-    }
-    cv_.wait_until(lock, look_again.next(),
-                   [&] { return finished() || (phase_ == Phase::kRunning && index == leader_); });
-  }
-  std::optional<device::Failure> failure = outcome_locked(sequence);
-  if (sequence_ == sequence) leave_locked();  // failed while gathering: members leave one by one
-  return {false, std::move(failure), {}};
+  const int64_t steady_ns = p.slot.arrival(last);
+  return {GlobalOrdinal(channel_.group()[last]), steady_ns, wall_ns_at(steady_ns)};
 }
 
-void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure& failure, Checks& checks) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (open_locked(lock, sequence)) return;  // it failed already
-  ++arrived_;
-  present_[index] = true;
-  if (phase_ == Phase::kFinished) {
-    leave_locked();
+void LocalMeeting::tell_once(int64_t sequence, const device::Failure& failure, Teller& teller) {
+  std::atomic<int64_t>& claimed = claimed_[slot_index(sequence)];
+  std::atomic<int64_t>& told = told_[slot_index(sequence)];
+  int64_t seen = claimed.load(std::memory_order_acquire);
+  while (seen < sequence) {
+    if (!claimed.compare_exchange_weak(seen, sequence, std::memory_order_acq_rel)) continue;
+    try {
+      teller.tell_failure(sequence, failure);
+    } catch (...) {
+      told.store(sequence, std::memory_order_release);  // the others go on: the transport's failure is this member's
+      throw;
+    }
+    told.store(sequence, std::memory_order_release);
     return;
   }
-  ORDO_CHECK(phase_ == Phase::kGathering);
-  fail_locked(sequence, failure);
-  leave_locked();
-  lock.unlock();
-  checks.told(sequence, failure);
+  // Claimed by another member, whose message is on its way (a send).
+  const auto out = [&] { return told.load(std::memory_order_acquire) >= sequence; };
+  if (spin_until(out)) return;
+  while (!out()) std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
-void LocalMeeting::finish(int64_t sequence, std::optional<device::Failure> failure) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ORDO_CHECK_EQ(sequence, sequence_);
-  // No phase to set: the next collective opens below, and a waiting member
-  // sees its own as finished by the meeting's number.
-  if (failure) {
-    fail_locked(sequence, *failure);
-  } else {
-    finished_.store(sequence, std::memory_order_release);
-  }
-  // Every member arrived (the leader led only then): the others need only
-  // the outcome now, so the next collective opens without them.
-  open_next_locked();
+void LocalMeeting::finish(const Participant& p, std::optional<device::Failure> outcome) {
+  outcomes_[slot_index(p.sequence)] = std::move(outcome);
+  channel_.mark_done(p.rank, p.sequence);
+}
+
+void LocalMeeting::abandon(size_t index, int64_t sequence, const device::Failure& failure, Teller& teller) {
+  channel_.abandon(index, sequence, failure);
+  tell_once(sequence, failure, teller);
+  channel_.mark_done(index, sequence);
 }
 
 }  // namespace ordo::comm

@@ -23,28 +23,13 @@ std::vector<size_t> missing_ranks(const Participant& p) {
   return missing;
 }
 
-// "all_reduce #3 on group [0, 1]"
-std::string describe_entry(const ProgressEntry& entry) {
-  return str_cat(ir::op_name(entry.op), " #", entry.sequence, " on group ", describe_group(entry.channel->group()));
-}
-
-// Whether device has not left the collective of entry yet.
-bool still_in(const ProgressEntry& entry, GlobalOrdinal device) {
-  const std::vector<int>& group = entry.channel->group();
-  const auto rank = static_cast<size_t>(std::find(group.begin(), group.end(), device.value()) - group.begin());
-  return entry.channel->member(rank).done.load(std::memory_order_acquire) < entry.sequence;
-}
-
 // What a device's record shows it doing.
-std::string doing(const Participant& p, const Snapshot& seen, GlobalOrdinal device) {
+std::string doing(const Participant& p, const Snapshot& seen) {
   if (!seen.latest) return "has not reached a collective yet";
   const int64_t number = seen.started - 1;
   if (seen.latest->channel == &p.channel && seen.latest->sequence == p.sequence) return "is arriving here";
-  if (still_in(*seen.latest, device)) {
-    return str_cat("is waiting in ", describe_entry(*seen.latest), ", its collective #", number);
-  }
-  return str_cat("has not reached a collective since its collective #", number, " (",
-                 describe_entry(*seen.latest), ")");
+  if (seen.inside) return str_cat("is waiting in ", seen.latest->describe(), ", its collective #", number);
+  return str_cat("has not reached a collective since its collective #", number, " (", seen.latest->describe(), ")");
 }
 
 // A mismatch, if the record of the member of rank (device) shows that its
@@ -63,7 +48,7 @@ std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, 
     if (entry.channel == &p.channel && entry.sequence == p.sequence) return std::nullopt;
     if (entry.partition == &p.partition) return std::nullopt;
     partition = entry.partition;
-    theirs = describe_entry(entry);
+    theirs = entry.describe();
   } else {
     if (seen.started <= p.number || seen.latest->partition == &p.partition) return std::nullopt;
     // It may have joined after the look that found it missing (the record
@@ -71,11 +56,11 @@ std::optional<device::Failure> mismatch_with(const Participant& p, size_t rank, 
     if (p.channel.member(rank).joined.load(std::memory_order_relaxed) >= p.sequence) return std::nullopt;
     partition = seen.latest->partition;
     theirs = str_cat("past its collective #", p.number, " without joining it: it is at its collective #",
-                     seen.started - 1, ", ", describe_entry(*seen.latest));
+                     seen.started - 1, ", ", seen.latest->describe());
   }
   return device::Failure{
       ErrorCode::kCollectiveMismatch,
-      partition_mismatch_message(p.number, p.call.device, describe_at(p.call, p.sequence, p.channel.group()), device,
+      partition_mismatch_message(p.number, p.call.device, describe_at(p.call, p.sequence, p.group), device,
                                  theirs, p.partition.text, partition->text)};
 }
 
@@ -83,9 +68,9 @@ std::optional<device::Failure> gone_member_failure(const Participant& p, GlobalO
   std::optional<std::string> reason = p.status.gone_reason(device);
   if (!reason) return std::nullopt;
   const std::string when =
-      seen.latest ? str_cat("after its collective #", seen.started - 1, " (", describe_entry(*seen.latest), ")")
+      seen.latest ? str_cat("after its collective #", seen.started - 1, " (", seen.latest->describe(), ")")
                   : std::string("before any collective");
-  return gone_failure(describe_at(p.call, p.sequence, p.channel.group()), device, *reason, when);
+  return gone_failure(describe_at(p.call, p.sequence, p.group), device, *reason, when);
 }
 
 }  // namespace
@@ -98,7 +83,7 @@ std::optional<device::Failure> missing_member_failure(const Participant& p) {
   // its function is also gone, but the mismatch is why it is not here.
   for (size_t rank : missing) {
     const GlobalOrdinal device(p.channel.group()[rank]);
-    seen.push_back(p.progress[device.slot()].read(p.number));
+    seen.push_back(p.progress[device.slot()].read(p.number, device));
     if (std::optional<device::Failure> mismatch = mismatch_with(p, rank, device, seen.back())) return mismatch;
   }
   if (!p.status.any_gone()) return std::nullopt;
@@ -113,10 +98,10 @@ std::string missing_members(const Participant& p) {
   ShortList out;
   for (size_t rank : missing_ranks(p)) {
     const GlobalOrdinal device(p.channel.group()[rank]);
-    const Snapshot seen = p.progress[device.slot()].read(p.number);
-    std::string what = doing(p, seen, device);
+    const Snapshot seen = p.progress[device.slot()].read(p.number, device);
+    std::string what = doing(p, seen);
     if (std::optional<std::string> reason = p.status.gone_reason(device)) what = str_cat("is gone (", *reason, ") and ", what);
-    out.add(str_cat(device, " (", what, ")"));
+    out.add(str_cat(device, " (", what, ")", p.place));
   }
   return out.text();
 }

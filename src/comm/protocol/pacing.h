@@ -24,48 +24,6 @@ namespace ordo::comm {
 
 using PaceClock = std::chrono::steady_clock;
 
-// Peers usually arrive within microseconds: spin on the flag for a while,
-// then yield for a while (a peer may be waiting for this very core: with
-// more devices than cores a pure spin would hold it), then let the caller
-// block. The spin has no pause instruction: in a virtual machine a pause
-// loop may trap to the hypervisor, which costs more than it saves.
-template <typename Done>
-bool spin_until(const Done& done) {
-  for (int i = 0; i < 256; ++i) {
-    if (done()) return true;
-  }
-  constexpr auto kSpinFor = std::chrono::microseconds(50);
-  constexpr auto kYieldFor = std::chrono::microseconds(200);
-  const PaceClock::time_point spin_until = PaceClock::now() + kSpinFor;
-  do {
-    for (int i = 0; i < 64; ++i) {
-      if (done()) return true;
-    }
-  } while (PaceClock::now() < spin_until);
-  const PaceClock::time_point yield_until = PaceClock::now() + kYieldFor;
-  do {
-    for (int i = 0; i < 16; ++i) {
-      if (done()) return true;
-      std::this_thread::yield();
-    }
-  } while (PaceClock::now() < yield_until);
-  return done();
-}
-
-// Spins until done() for up to `within`, yielding the core at every look
-// when it must (a host with more device threads than CPUs: see Backoff);
-// returns done(). For a waiter that sleeps next and that a peer usually
-// releases within microseconds (a wake-up costs more than a small
-// collective).
-template <typename Done>
-bool spin_for(const Done& done, PaceClock::duration within, bool yields) {
-  const PaceClock::time_point until = PaceClock::now() + within;
-  while (!done() && PaceClock::now() < until) {
-    if (yields) std::this_thread::yield();
-  }
-  return done();
-}
-
 // How a waiter that polls passes the time between two polls: spin first
 // (peers usually answer within microseconds), then yield the core (with
 // more threads than cores a peer may need this very one), then sleep,
@@ -98,6 +56,50 @@ class Backoff {
   std::chrono::microseconds sleep_{20};
   static inline std::atomic<bool> oversubscribed_{false};
 };
+
+// Spins until done() for up to `within`, yielding the core at every look
+// when it must (a host with more device threads than CPUs: see Backoff);
+// returns done(). For a waiter that sleeps next and that a peer usually
+// releases within microseconds (a wake-up costs more than a small
+// collective).
+template <typename Done>
+bool spin_for(const Done& done, PaceClock::duration within, bool yields) {
+  const PaceClock::time_point until = PaceClock::now() + within;
+  while (!done() && PaceClock::now() < until) {
+    if (yields) std::this_thread::yield();
+  }
+  return done();
+}
+
+// Peers usually arrive within microseconds: spin on the flag for a while,
+// then yield for a while (a peer may be waiting for this very core: with
+// more devices than cores a pure spin would hold it), then let the caller
+// block. The spin has no pause instruction: in a virtual machine a pause
+// loop may trap to the hypervisor, which costs more than it saves. On a
+// host with more device threads than CPUs every look yields (see Backoff).
+template <typename Done>
+bool spin_until(const Done& done) {
+  for (int i = 0; i < 256; ++i) {
+    if (done()) return true;
+  }
+  if (Backoff::oversubscribed()) return spin_for(done, std::chrono::microseconds(250), /*yields=*/true);
+  constexpr auto kSpinFor = std::chrono::microseconds(50);
+  constexpr auto kYieldFor = std::chrono::microseconds(200);
+  const PaceClock::time_point spin_until = PaceClock::now() + kSpinFor;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+    }
+  } while (PaceClock::now() < spin_until);
+  const PaceClock::time_point yield_until = PaceClock::now() + kYieldFor;
+  do {
+    for (int i = 0; i < 16; ++i) {
+      if (done()) return true;
+      std::this_thread::yield();
+    }
+  } while (PaceClock::now() < yield_until);
+  return done();
+}
 
 // When a sleeping waiter looks again at what nobody wakes it for (a member
 // that went to another channel: peers never look at each other's channels

@@ -1,14 +1,13 @@
 #include "comm/protocol/processes_communicator.h"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 
-#include "comm/deadlines.h"
 #include "comm/describe.h"
 #include "comm/exchange_rules.h"
 #include "comm/protocol/pacing.h"
 #include "core/check.h"
-#include "core/interrupt.h"
 #include "device/cpu_placement.h"
 
 namespace ordo::comm {
@@ -17,10 +16,11 @@ ProcessesCommunicator::ProcessesCommunicator(std::unique_ptr<Transport> transpor
     : transport_(std::move(transport)),
       world_(transport_->processes()),
       local_(world_.topology().world_size()),
-      board_(world_, *transport_),
+      board_(world_, *transport_, local_.groups()),
       peers_{world_, *transport_, local_.status(), board_},
       exchange_(world_, *transport_, local_.status(), board_),
-      routes_(static_cast<size_t>(world_.topology().local_devices())) {
+      routes_(static_cast<size_t>(world_.topology().local_devices())),
+      place_(str_cat(" on ", world_.describe_process(world_.topology().process()))) {
   Backoff::set_oversubscribed(world_.topology().host_devices() > device::usable_cpu_count());
   const auto process_ended = [this](Gone how) {
     return [this, how](int process, const std::string& reason) {
@@ -110,26 +110,19 @@ ProcessesCommunicator::Route ProcessesCommunicator::open_route(const ReplicaGrou
   for (const std::vector<int>& group : canonical) {
     if (std::find(group.begin(), group.end(), device.value()) == group.end()) continue;
     const Topology& topology = world_.topology();
-    std::lock_guard<std::mutex> lock(meetings_mu_);
-    const std::string* partition = keep_locked(describe_groups(canonical));
-    const std::string* group_text = keep_locked(describe_group(group));
     if (std::all_of(group.begin(), group.end(), [&](int d) { return topology.is_local(GlobalOrdinal(d)); })) {
-      return {nullptr, 0, partition, group_text};
+      return {nullptr, 0, nullptr};
     }
+    const Partition* partition = local_.groups().partition(canonical);
+    std::lock_guard<std::mutex> lock(meetings_mu_);
     std::unique_ptr<CrossGroup>& cross = meetings_[group];
     if (!cross) cross = std::make_unique<CrossGroup>(GroupPlan(group, topology, transport_->tag_upper_bound()), peers_);
     const GroupPlan& plan = cross->meeting.plan();
     size_t index = 0;
     while (plan.group[plan.local_ranks[index]] != device.value()) ++index;
-    return {cross.get(), index, partition, group_text};
+    return {cross.get(), index, partition};
   }
   ORDO_UNREACHABLE(": device ", device, " is in no replica group");
-}
-
-const std::string* ProcessesCommunicator::keep_locked(std::string text) {
-  std::unique_ptr<std::string>& kept = texts_[text];
-  if (!kept) kept = std::make_unique<std::string>(std::move(text));
-  return kept.get();
 }
 
 ProcessesCommunicator::Route& ProcessesCommunicator::route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device) {
@@ -147,128 +140,51 @@ ProcessesCommunicator::Route& ProcessesCommunicator::route_for(const ir::Collect
   return routes.partitions.back().second;
 }
 
-class ProcessesCommunicator::MemberChecks final : public LocalMeeting::Checks {
- public:
-  MemberChecks(ProcessesCommunicator& comm, CrossGroup& group, const CollectiveCall* call, GlobalOrdinal device,
-               ir::OpKind op, int64_t number, const std::string& partition)
-      : comm_(comm), group_(group), call_(call), device_(device), op_(op), number_(number), partition_(partition) {}
-
-  std::optional<device::Failure> check(const std::vector<int>& missing, int64_t sequence) override {
-    if (!deadlines_) deadlines_.emplace();
-    const GroupPlan& plan = group_.meeting.plan();
-    const std::string where = call_ != nullptr ? describe_at(*call_, sequence, plan.group)
-                                               : str_cat(ir::op_name(op_), " #", sequence, " on group ", plan.text);
-    ShortList absent_list;
-    for (const int member : missing) {
-      const GlobalOrdinal d(member);
-      absent_list.add(str_cat(d, " (", comm_.board_.seen(d, number_).doing(number_, plan.text, sequence), ") on ",
-                              comm_.world_.describe_process(comm_.world_.topology().process())));
-    }
-    const std::string absent = absent_list.text();
-    // A local member that ran this collective's number elsewhere never comes.
-    for (const int member : missing) {
-      const GlobalOrdinal d(member);
-      const ProgressBoard::Seen seen = comm_.board_.seen(d, number_);
-      if (seen.state != ProgressBoard::Seen::State::kAt || seen.partition == partition_) continue;
-      return device::Failure{ErrorCode::kCollectiveMismatch,
-                             partition_mismatch_message(number_, device_, where, d, seen.describe(), partition_,
-                                                        seen.partition)};
-    }
-    if (comm_.local_.status().any_gone()) {
-      for (const int member : missing) {
-        const GlobalOrdinal d(member);
-        if (std::optional<std::string> reason = comm_.local_.status().gone_reason(d)) {
-          return gone_failure(where, d, *reason, "before it arrived");
-        }
-      }
-    }
-    comm_.board_.pump();
-    if (comm_.local_.status().any_interrupted()) {
-      if (std::optional<std::string> reason = comm_.local_.status().interrupt_reason(device_)) {
-        return interrupted_failure(where, device_, reason, absent);
-      }
-    }
-    if (has_interrupt_check()) poll_interrupt();
-    if (interrupted()) return interrupted_failure(where, device_, std::nullopt, absent);
-    if (deadlines_->warning_due()) {
-      report_warning(slow_wait_warning(device_, deadlines_->warn_seconds(), where, absent));
-    }
-    if (deadlines_->timed_out()) return timeout_failure(device_, deadlines_->timeout_seconds(), where, absent);
-    return std::nullopt;
-  }
-
-  void told(int64_t sequence, const device::Failure& failure) override {
-    group_.leader.tell_failure(sequence, failure);
-  }
-
- private:
-  ProcessesCommunicator& comm_;
-  CrossGroup& group_;
-  const CollectiveCall* const call_;  // null for an abandon
-  const GlobalOrdinal device_;
-  const ir::OpKind op_;
-  const int64_t number_;
-  const std::string& partition_;
-  std::optional<Deadlines> deadlines_;  // from the first check on
-};
-
-namespace {
-
-// Tells the board a device left its collective, however it leaves.
-class Finished {
- public:
-  Finished(ProgressBoard& board, GlobalOrdinal device) : board_(board), device_(device) {}
-  ~Finished() { board_.finish(device_); }
-  Finished(const Finished&) = delete;
-  Finished& operator=(const Finished&) = delete;
-
- private:
-  ProgressBoard& board_;
-  const GlobalOrdinal device_;
-};
-
-}  // namespace
+ProcessesCommunicator::Start ProcessesCommunicator::start(const Route& route, ir::OpKind op, GlobalOrdinal device) {
+  Channel& channel = route.group->meeting.channel();
+  const int64_t sequence = channel.member(route.index).next_sequence++;
+  const std::vector<int>& members = route.group->meeting.plan().group;
+  return {sequence, local_.groups().progress(device).start({op, route.partition, &members, &channel, sequence})};
+}
 
 void ProcessesCommunicator::run(const CollectiveCall& call) {
   const int64_t arrived_ns = steady_now_ns();
   Route& route = route_for(call.attrs, call.device);
-  if (route.group == nullptr) {
-    board_.start(call.device, {call.op, route.partition, route.group_text, -1});
-    const Finished finished(board_, call.device);
-    return local_.groups().run(call);
-  }
-  CrossGroup& group = *route.group;
-  const int64_t sequence = group.next_sequence[route.index]++;
-  const int64_t number = board_.start(call.device, {call.op, route.partition, route.group_text, sequence});
-  const Finished finished(board_, call.device);
-  MemberChecks checks(*this, group, &call, call.device, call.op, number, *route.partition);
+  if (route.group == nullptr) return local_.groups().run(call);
+  const auto [sequence, number] = start(route, call.op, call.device);
   if (call.timing != nullptr) call.timing->arrived_ns = arrived_ns;
-  const LocalMeeting::Arrival arrival = group.meeting.arrive(route.index, sequence, &call, arrived_ns, checks);
-  if (!arrival.leader) {
+  LocalMeeting& meeting = route.group->meeting;
+  Channel& channel = meeting.channel();
+  const Participant me{channel,          channel.slot_of(sequence),          sequence,         route.index,
+                       call,             meeting.plan().group,               local_.status(), number,
+                       *route.partition, local_.groups().progress_records(), place_};
+  const LocalMeeting::Arrival arrival = meeting.arrive(me, arrived_ns, route.group->leader);
+  if (!arrival.leads) {
     if (arrival.failure) give_up(*arrival.failure);
     return;
   }
-  // The local group's arrival is its last member's.
-  std::optional<device::Failure> failure = group.leader.lead({sequence, number, *route.partition, arrival.last});
-  group.meeting.finish(sequence, failure);
-  if (failure) give_up(*failure);
+  std::optional<device::Failure> outcome;
+  try {
+    // The local group's arrival is its last member's.
+    outcome = route.group->leader.lead({sequence, number, route.partition->text, arrival.last});
+  } catch (const Error& e) {  // the others wait for finish, whatever happens
+    outcome = device::Failure{e.code(), e.what()};
+  } catch (const std::bad_alloc&) {
+    outcome = device::Failure{ErrorCode::kOutOfMemory,
+                              str_cat("out of memory leading ", describe_at(call, sequence, meeting.plan().group))};
+  }
+  meeting.finish(me, outcome);
+  if (outcome) give_up(*outcome);
 }
 
 void ProcessesCommunicator::abandon(ir::OpKind op, const ir::CollectiveAttrs& attrs, GlobalOrdinal device,
-                              const std::string& reason) {
+                                    const std::string& reason) {
   Route& route = route_for(attrs, device);
-  if (route.group == nullptr) {
-    board_.start(device, {op, route.partition, route.group_text, -1});
-    board_.finish(device);
-    return local_.groups().abandon(op, attrs, device, reason);
-  }
-  CrossGroup& group = *route.group;
-  const int64_t sequence = group.next_sequence[route.index]++;
-  const int64_t number = board_.start(device, {op, route.partition, route.group_text, sequence});
-  const Finished finished(board_, device);
-  MemberChecks checks(*this, group, nullptr, device, op, number, *route.partition);
-  group.meeting.abandon(route.index, sequence,
-                        abandoned_failure(device, op, sequence, group.meeting.plan().group, reason), checks);
+  if (route.group == nullptr) return local_.groups().abandon(op, attrs, device, reason);
+  const int64_t sequence = start(route, op, device).sequence;
+  const device::Failure failure =
+      abandoned_failure(device, op, sequence, route.group->meeting.plan().group, reason);
+  route.group->meeting.abandon(route.index, sequence, failure, route.group->leader);
 }
 
 uint64_t ProcessesCommunicator::tell(const DeviceEvent& event) {

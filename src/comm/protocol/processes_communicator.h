@@ -21,9 +21,9 @@
 //
 //   std::unique_ptr<Communicator> comm = make_mpi_communicator(world);  // mpi/mpi_transport.h
 //
-// Each device's progress (progress_board.h) is recorded at every
-// collective, so that a leader waiting for another process can ask what
-// the missing devices do.
+// Each device's progress (progress.h) is recorded at every collective,
+// with the local groups' records, so that a leader waiting for another
+// process can ask what the missing devices do (progress_board.h).
 //
 // Locking: routes_[i] is used only by whoever runs local device i's tasks
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
@@ -69,21 +69,16 @@ class ProcessesCommunicator : public Communicator {
  private:
   // A cross-process group's meeting and its leader's state.
   struct CrossGroup {
-    CrossGroup(GroupPlan plan, const Peers& peers)
-        : meeting(std::move(plan)), leader(peers, meeting), next_sequence(meeting.plan().local_ranks.size(), 0) {}
+    CrossGroup(GroupPlan plan, const Peers& peers) : meeting(std::move(plan)), leader(peers, meeting) {}
     LocalMeeting meeting;
     CrossCollective leader;
-    // By local member: its next collective's number in the group, counted
-    // by whoever runs its tasks (whatever partition led it here).
-    std::vector<int64_t> next_sequence;
   };
   // How a device reaches its group in one partition: in-process, or the
   // group's meeting.
   struct Route {
     CrossGroup* group = nullptr;  // null: every member is local
     size_t index = 0;             // the device's position among the local members
-    const std::string* partition = nullptr;  // "[[0, 1], [2, 3]]"
-    const std::string* group_text = nullptr; // "[0, 1]"
+    const Partition* partition = nullptr;
   };
   struct alignas(64) DeviceRoutes {
     std::optional<Route> world;
@@ -91,11 +86,14 @@ class ProcessesCommunicator : public Communicator {
   };
 
   Route& route_for(const ir::CollectiveAttrs& attrs, GlobalOrdinal device);
+  // A local member of a cross group starts its next collective there:
+  // its number in the group, and in its program (recorded: progress.h).
+  struct Start {
+    int64_t sequence;
+    int64_t number;
+  };
+  Start start(const Route& route, ir::OpKind op, GlobalOrdinal device);
   Route open_route(const ReplicaGroups& groups, GlobalOrdinal device);
-  // What a local member checks while it waits for the others.
-  class MemberChecks;
-  // A stable copy of text, kept as long as the communicator (meetings_mu_ held).
-  const std::string* keep_locked(std::string text);
   // News from another process, or of one that ended.
   void hear(GlobalOrdinal device, const std::string& reason, Gone how);
   // A collective or exchange with other processes failed: the transport
@@ -107,9 +105,9 @@ class ProcessesCommunicator : public Communicator {
   // Outlives meetings_, whose inboxes read it.
   const std::unique_ptr<Transport> transport_;
   const Processes& world_;
-  // Each on cache lines of its own: every collective writes the board
-  // (its mutex) while waiters read the status, and sharing a line cost a
-  // 2 x 2 job's 1 KiB all_reduce 9% (BENCHMARKS.md, #38).
+  // Each on cache lines of its own: the progress records, the status
+  // and the board's mutex were once on shared lines, which cost a 2 x 2
+  // job's 1 KiB all_reduce 9% (BENCHMARKS.md, #38).
   alignas(64) LocalProtocol local_;  // groups and exchanges within this process, the device status
   alignas(64) ProgressBoard board_;
   Peers peers_;
@@ -119,8 +117,8 @@ class ProcessesCommunicator : public Communicator {
   std::optional<std::string> gave_up_on_;  // guarded by gave_up_mu_
   std::mutex meetings_mu_;
   std::map<std::vector<int>, std::unique_ptr<CrossGroup>> meetings_;
-  std::map<std::string, std::unique_ptr<std::string>> texts_;  // partitions and groups, described
   std::vector<DeviceRoutes> routes_;  // by local device index
+  const std::string place_;           // " on process 0 (host vm, pid 42)": this one
   // Answers other processes' questions (progress_board.h), and keeps the
   // transport moving (Transport::upkeep), every few milliseconds, even
   // while every device of this process computes.

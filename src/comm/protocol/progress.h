@@ -6,9 +6,13 @@
 // that took another partition at #k (or went to another channel) is seen
 // only by a peer that waits for it: the waiter reads the device's record
 // and finds it at #k elsewhere (a mismatch), behind (late), or past #k.
+// Every collective of a device of this process is recorded here, once:
+// those of groups in this process (local_groups.h) and those of groups
+// that span processes (processes_communicator.h), whose records other
+// processes read through questions (progress_board.h).
 //
 //   DeviceProgress& mine = progress[device];
-//   const int64_t number = mine.start({op, partition, &channel, sequence});
+//   const int64_t number = mine.start({op, partition, &group, &channel, sequence});
 //   ...  // a waiter, on its slow path:
 //   DeviceProgress::Snapshot seen = progress[peer].read(number);
 //
@@ -28,7 +32,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/device_numbers.h"
 #include "ir/ops.h"
 #include "ordo/collective_types.h"
 
@@ -49,8 +55,14 @@ struct Partition {
 struct ProgressEntry {
   ir::OpKind op = ir::OpKind::kAllReduce;
   const Partition* partition = nullptr;
-  const Channel* channel = nullptr;  // where the device meets its group
-  int64_t sequence = 0;              // the collective's number in that channel
+  const std::vector<int>* group = nullptr;  // the device's group in the partition
+  // Where the device meets its group (of a group that spans processes,
+  // this process's members: local_meeting.h).
+  const Channel* channel = nullptr;
+  int64_t sequence = 0;  // the collective's number in its group
+
+  // "all_reduce #3 on group [0, 1]"
+  std::string describe() const;
 };
 
 class alignas(64) DeviceProgress {
@@ -69,6 +81,7 @@ class alignas(64) DeviceProgress {
     Entry& e = entries_[static_cast<size_t>(number % kHistory)];
     e.op.store(entry.op, std::memory_order_release);
     e.partition.store(entry.partition, std::memory_order_release);
+    e.group.store(entry.group, std::memory_order_release);
     e.channel.store(entry.channel, std::memory_order_release);
     e.sequence.store(entry.sequence, std::memory_order_release);
     version_.store(version + 2, std::memory_order_release);
@@ -79,14 +92,17 @@ class alignas(64) DeviceProgress {
     int64_t started = 0;                  // collectives started; the latest is #started - 1
     std::optional<ProgressEntry> latest;  // none before the first
     std::optional<ProgressEntry> wanted;  // the one asked for, if started and still kept
+    bool inside = false;                  // the device has not left its latest yet (its done mark)
   };
-  // A consistent copy of the latest entry and of collective #wanted's.
-  Snapshot read(int64_t wanted) const;
+  // A consistent copy of the latest entry and of collective #wanted's;
+  // device: whose record this is.
+  Snapshot read(int64_t wanted, GlobalOrdinal device) const;
 
  private:
   struct Entry {
     std::atomic<ir::OpKind> op{ir::OpKind::kAllReduce};
     std::atomic<const Partition*> partition{nullptr};
+    std::atomic<const std::vector<int>*> group{nullptr};
     std::atomic<const Channel*> channel{nullptr};
     std::atomic<int64_t> sequence{0};
   };

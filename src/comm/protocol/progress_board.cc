@@ -1,5 +1,6 @@
 #include "comm/protocol/progress_board.h"
 
+#include "comm/describe.h"
 #include "comm/protocol/wire.h"
 #include "ordo/error.h"
 
@@ -9,18 +10,11 @@ namespace {
 constexpr uint64_t kQuestionMagic = 0x6f726471;  // "ordq"
 constexpr uint64_t kAnswerMagic = 0x6f726461;    // "orda"
 
-std::string describe_collective(ir::OpKind op, int64_t sequence, const std::string& group) {
-  if (sequence < 0) return str_cat(ir::op_name(op), " on group ", group);
-  return str_cat(ir::op_name(op), " #", sequence, " on group ", group);
-}
-
-std::string note_text(const ProgressBoard::Note& note) {
-  return describe_collective(note.op, note.sequence, *note.group);
-}
-
 }  // namespace
 
-std::string ProgressBoard::Seen::describe() const { return describe_collective(op, sequence, group); }
+std::string ProgressBoard::Seen::describe() const {
+  return str_cat(ir::op_name(op), " #", sequence, " on group ", group);
+}
 
 std::string ProgressBoard::Seen::doing(int64_t number, const std::string& waiting_group,
                                       int64_t waiting_sequence) const {
@@ -31,42 +25,26 @@ std::string ProgressBoard::Seen::doing(int64_t number, const std::string& waitin
   return str_cat("has not reached a collective since its collective #", started - 1, " (", latest, ")");
 }
 
-ProgressBoard::ProgressBoard(const Processes& world, Transport& transport)
-    : world_(world), transport_(transport), records_(static_cast<size_t>(world.topology().local_devices())) {}
-
-int64_t ProgressBoard::start(GlobalOrdinal device, const Note& note) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Record& record = records_[world_.topology().local_device(device)->slot()];
-  record.notes[static_cast<size_t>(record.started % kHistory)] = note;
-  return record.started++;
-}
-
-void ProgressBoard::finish(GlobalOrdinal device) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++records_[world_.topology().local_device(device)->slot()].finished;
-}
+ProgressBoard::ProgressBoard(const Processes& world, Transport& transport, const LocalGroups& groups)
+    : world_(world), transport_(transport), groups_(groups) {}
 
 ProgressBoard::Seen ProgressBoard::seen(GlobalOrdinal device, int64_t number) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const Record& record = records_[world_.topology().local_device(device)->slot()];
+  const DeviceProgress::Snapshot snapshot = groups_.progress(device).read(number, device);
   Seen seen;
-  seen.started = record.started;
-  seen.inside = record.finished < record.started;
-  if (record.started > 0) {
-    const Note& latest = record.notes[static_cast<size_t>((record.started - 1) % kHistory)];
-    seen.latest = note_text(latest);
-  }
-  if (number >= record.started) return seen;
-  if (record.started - number > kHistory) {
+  seen.started = snapshot.started;
+  seen.inside = snapshot.inside;
+  if (snapshot.latest) seen.latest = snapshot.latest->describe();
+  if (number >= snapshot.started) return seen;
+  if (!snapshot.wanted) {
     seen.state = Seen::State::kForgotten;
     return seen;
   }
-  const Note& note = record.notes[static_cast<size_t>(number % kHistory)];
+  const ProgressEntry& entry = *snapshot.wanted;
   seen.state = Seen::State::kAt;
-  seen.op = note.op;
-  seen.partition = *note.partition;
-  seen.group = *note.group;
-  seen.sequence = note.sequence;
+  seen.op = entry.op;
+  seen.partition = entry.partition->text;
+  seen.group = describe_group(*entry.group);
+  seen.sequence = entry.sequence;
   return seen;
 }
 

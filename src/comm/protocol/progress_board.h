@@ -1,14 +1,14 @@
-// Where each device of this process is in its program of collectives, and
-// the questions other processes ask about it. A device numbers its
-// collectives 0, 1, 2, ... in program order, and in an SPMD program every
-// device's collective #k is the same op on the same partition. A leader
-// that has waited a while for another process asks that process what each
-// missing member did at #k; a member that ran #k on another partition
-// (other replica groups) can never come, and both sides raise
+// The questions other processes ask about where each device of this
+// process is in its program of collectives, answered from the devices'
+// progress records (progress.h). A device numbers its collectives 0, 1,
+// 2, ... in program order, and in an SPMD program every device's
+// collective #k is the same op on the same partition. A leader that has
+// waited a while for another process asks that process what each missing
+// member did at #k; a member that ran #k on another partition (other
+// replica groups) can never come, and both sides raise
 // CollectiveMismatchError instead of waiting for the timeout.
 //
-//   const int64_t number = board.start(device, {op, &partition_text, &group_text, sequence});
-//   ...  // waiting for device 5 of another process:
+//   ...  // waiting for device 5 of another process, at its collective #number:
 //   const uint64_t question = board.ask(5, number);
 //   board.pump();  // answers others' questions, files answers to ours
 //   if (std::optional<ProgressBoard::Seen> seen = board.answer(question)) ...
@@ -18,8 +18,9 @@
 // waiter pumps): a process whose devices all compute answers later, which
 // only delays the verdict.
 //
-// Locking: mu_ guards the records and the answers; a leaf below the
-// transport's callers (pump releases it before calling the transport).
+// Locking: mu_ guards the answers; a leaf below the transport's callers
+// (pump releases it before calling the transport). The records are read
+// as progress.h says, lock-free.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/protocol/local_groups.h"
 #include "comm/protocol/transport.h"
 #include "core/device_numbers.h"
 #include "ir/ops.h"
@@ -40,18 +42,8 @@ inline constexpr int kAnswerTag = 3;
 
 class ProgressBoard {
  public:
-  ProgressBoard(const Processes& world, Transport& transport);
-
-  struct Note {
-    ir::OpKind op;
-    const std::string* partition;  // "[[0, 1], [2, 3]]": lives as long as the communicator
-    const std::string* group;      // "[0, 1]"
-    int64_t sequence;              // the collective's number in its group
-  };
-  // Local device starts its next collective; returns the collective's
-  // number. finish: it left it (done or failed).
-  int64_t start(GlobalOrdinal device, const Note& note);
-  void finish(GlobalOrdinal device);
+  // groups: whose records the answers come from.
+  ProgressBoard(const Processes& world, Transport& transport, const LocalGroups& groups);
 
   struct Seen {
     enum class State { kNotYet, kAt, kForgotten } state = State::kNotYet;
@@ -82,17 +74,10 @@ class ProgressBoard {
   void pump();
 
  private:
-  static constexpr int64_t kHistory = 16;
-  struct Record {
-    int64_t started = 0;
-    int64_t finished = 0;
-    std::vector<Note> notes = std::vector<Note>(kHistory);  // collective #n at n % kHistory
-  };
-
   const Processes& world_;
   Transport& transport_;
-  mutable std::mutex mu_;
-  std::vector<Record> records_;  // by local device index
+  const LocalGroups& groups_;
+  std::mutex mu_;
   uint64_t last_question_ = 0;
   std::map<uint64_t, std::optional<Seen>> answers_;  // by question asked; empty until answered
 };

@@ -39,7 +39,7 @@ class Sleep {
 };
 
 // What p waits in, for messages.
-std::string where(const Participant& p) { return describe_at(p.call, p.sequence, p.channel.group()); }
+std::string where(const Participant& p) { return describe_at(p.call, p.sequence, p.group); }
 
 // A failure if p's wait is interrupted: its device's waits are
 // (Communicator::interrupt), or the waiting thread's (core/interrupt.h).
@@ -56,12 +56,29 @@ void warn_if_due(const Participant& p, Deadlines& deadlines) {
   report_warning(slow_wait_warning(p.call.device, deadlines.warn_seconds(), where(p), missing_members(p)));
 }
 
+// Until done(), with no deadline: for members that are all present.
+template <typename Done>
+void wait_in_channel(const Participant& p, const Done& done) {
+  if (spin_until(done)) return;
+  Sleep sleep(p.channel);
+  while (!done()) sleep.until(Clock::now() + std::chrono::seconds(1));
+}
+
 device::Failure participant_timeout(const Participant& p, const Deadlines& deadlines) {
   return timeout_failure(p.call.device, deadlines.timeout_seconds(),
                          str_cat(where(p), " (its collective #", p.number, ")"), missing_members(p));
 }
 
 }  // namespace
+
+void take_seat(const Participant& p, int64_t arrived_ns) {
+  p.slot.set_arrival(p.rank, arrived_ns);
+  // Written only when it changes: the kernel's call is usually at the same
+  // address every time, and peers then read it from their own caches.
+  Seat& seat = p.slot.seats[p.rank];
+  if (seat.call != &p.call) seat.call = &p.call;
+  p.channel.member(p.rank).joined.store(p.sequence, std::memory_order_relaxed);
+}
 
 std::optional<device::Failure> wait_until_open(const Participant& p) {
   const int64_t done_through = p.channel.member(p.rank).done_through;
@@ -122,10 +139,11 @@ bool wait_for_arrivals(const Participant& p) {
 }
 
 void wait_until_all_done(const Participant& p) {
-  auto done = [&p] { return p.channel.all_done(p.sequence); };
-  if (spin_until(done)) return;
-  Sleep sleep(p.channel);
-  while (!done()) sleep.until(Clock::now() + std::chrono::seconds(1));
+  wait_in_channel(p, [&p] { return p.channel.all_done(p.sequence); });
+}
+
+void wait_until_done(const Participant& p, size_t rank) {
+  wait_in_channel(p, [&p, rank] { return p.channel.member(rank).done.load(std::memory_order_seq_cst) >= p.sequence; });
 }
 
 void fail_if_member_gone_or_elsewhere(const Participant& p) {
