@@ -136,6 +136,15 @@ struct Slot {
   int64_t arrival(size_t rank) const {
     return rank < kArrivalsBesideState ? arrivals[rank].load(std::memory_order_relaxed) : seats[rank].arrived_ns;
   }
+  // Once every member arrived: the rank that arrived last (the lowest
+  // among equal times, so that every member names the same).
+  size_t last_arrival() const {
+    size_t last = 0;
+    for (size_t q = 1; q < seats.size(); ++q) {
+      if (arrival(q) > arrival(last)) last = q;
+    }
+    return last;
+  }
 };
 
 struct alignas(64) Member {

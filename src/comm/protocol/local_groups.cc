@@ -55,19 +55,10 @@ std::span<const std::byte* const> staged_of(const Participant& p) {
   return staged;
 }
 
-// Once every member arrived: when the last one did, and who it was (the
-// lowest rank among equal times, so that every member names the same).
+// Once every member arrived: when the last one did, and who it was.
 void record_timing(const Participant& p, int64_t arrived_ns) {
-  size_t last = 0;
-  int64_t last_ns = p.slot.arrival(0);
-  for (size_t q = 1; q < p.channel.size(); ++q) {
-    const int64_t ns = p.slot.arrival(q);
-    if (ns > last_ns) {
-      last = q;
-      last_ns = ns;
-    }
-  }
-  *p.call.timing = {arrived_ns, last_ns, GlobalOrdinal(p.channel.group()[last])};
+  const size_t last = p.slot.last_arrival();
+  *p.call.timing = {arrived_ns, p.slot.arrival(last), GlobalOrdinal(p.channel.group()[last])};
 }
 
 }  // namespace

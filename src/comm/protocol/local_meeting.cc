@@ -1,11 +1,8 @@
 #include "comm/protocol/local_meeting.h"
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
-#include <thread>
 
-#include "comm/protocol/pacing.h"
 #include "core/steady_clock.h"
 
 namespace ordo::comm {
@@ -64,11 +61,8 @@ std::optional<device::Failure> LocalMeeting::gather(const Participant& p, int64_
 
 LocalMeeting::LastArrival LocalMeeting::lead(const Participant& p) {
   std::vector<const CollectiveCall*>& calls = channel_.member(leader_).calls;
-  size_t last = 0;
-  for (size_t q = 0; q < calls.size(); ++q) {
-    calls[q] = p.slot.seats[q].call;
-    if (p.slot.arrival(q) > p.slot.arrival(last)) last = q;
-  }
+  for (size_t q = 0; q < calls.size(); ++q) calls[q] = p.slot.seats[q].call;
+  const size_t last = p.slot.last_arrival();
   const int64_t steady_ns = p.slot.arrival(last);
   return {GlobalOrdinal(channel_.group()[last]), steady_ns, wall_ns_at(steady_ns)};
 }
@@ -79,19 +73,21 @@ void LocalMeeting::tell_once(int64_t sequence, const device::Failure& failure, T
   int64_t seen = claimed.load(std::memory_order_acquire);
   while (seen < sequence) {
     if (!claimed.compare_exchange_weak(seen, sequence, std::memory_order_acq_rel)) continue;
+    const auto out = [&] {  // the others go on even if the send threw: the failure is this member's
+      told.store(sequence, std::memory_order_seq_cst);
+      channel_.wake();
+    };
     try {
       teller.tell_failure(sequence, failure);
     } catch (...) {
-      told.store(sequence, std::memory_order_release);  // the others go on: the transport's failure is this member's
+      out();
       throw;
     }
-    told.store(sequence, std::memory_order_release);
+    out();
     return;
   }
   // Claimed by another member, whose message is on its way (a send).
-  const auto out = [&] { return told.load(std::memory_order_acquire) >= sequence; };
-  if (spin_until(out)) return;
-  while (!out()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  wait_in_channel(channel_, [&] { return told.load(std::memory_order_seq_cst) >= sequence; });
 }
 
 void LocalMeeting::finish(const Participant& p, std::optional<device::Failure> outcome) {

@@ -56,14 +56,6 @@ void warn_if_due(const Participant& p, Deadlines& deadlines) {
   report_warning(slow_wait_warning(p.call.device, deadlines.warn_seconds(), where(p), missing_members(p)));
 }
 
-// Until done(), with no deadline: for members that are all present.
-template <typename Done>
-void wait_in_channel(const Participant& p, const Done& done) {
-  if (spin_until(done)) return;
-  Sleep sleep(p.channel);
-  while (!done()) sleep.until(Clock::now() + std::chrono::seconds(1));
-}
-
 device::Failure participant_timeout(const Participant& p, const Deadlines& deadlines) {
   return timeout_failure(p.call.device, deadlines.timeout_seconds(),
                          str_cat(where(p), " (its collective #", p.number, ")"), missing_members(p));
@@ -138,12 +130,18 @@ bool wait_for_arrivals(const Participant& p) {
   return !SlotState::failed(p.slot.state.load(std::memory_order_acquire));
 }
 
+void sleep_in_channel(Channel& channel, const std::function<bool()>& done) {
+  Sleep sleep(channel);
+  while (!done()) sleep.until(Clock::now() + std::chrono::seconds(1));
+}
+
 void wait_until_all_done(const Participant& p) {
-  wait_in_channel(p, [&p] { return p.channel.all_done(p.sequence); });
+  wait_in_channel(p.channel, [&p] { return p.channel.all_done(p.sequence); });
 }
 
 void wait_until_done(const Participant& p, size_t rank) {
-  wait_in_channel(p, [&p, rank] { return p.channel.member(rank).done.load(std::memory_order_seq_cst) >= p.sequence; });
+  wait_in_channel(p.channel,
+                  [&p, rank] { return p.channel.member(rank).done.load(std::memory_order_seq_cst) >= p.sequence; });
 }
 
 void fail_if_member_gone_or_elsewhere(const Participant& p) {

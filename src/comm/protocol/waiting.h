@@ -4,6 +4,7 @@
 // interrupts (comm/device_status.h).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "comm/device_status.h"
 #include "comm/protocol/channel.h"
+#include "comm/protocol/pacing.h"
 #include "comm/protocol/progress.h"
 
 namespace ordo::comm {
@@ -51,6 +53,14 @@ std::optional<device::Failure> wait_until_open(const Participant& p);
 // fails it on timeout, on an interrupt, or when a member that has not
 // joined is gone or its collective of p's number is elsewhere.
 bool wait_for_arrivals(const Participant& p);
+// Until done(), with no deadline, for what members that are all present
+// do next: a spin, then a sleep on the channel, woken by Channel::wake
+// (a look every second besides).
+void sleep_in_channel(Channel& channel, const std::function<bool()>& done);
+template <typename Done>
+void wait_in_channel(Channel& channel, const Done& done) {
+  if (!spin_until(done)) sleep_in_channel(channel, done);
+}
 // Until every member is done with p's collective. They are all present and
 // doing bounded work, so this needs no timeout.
 void wait_until_all_done(const Participant& p);
