@@ -438,6 +438,12 @@ if(ORDO_BUILD_PYTHON)
       ARGS -np 2 -x ORDO_NUM_DEVICES=1 -x ORDO_COLLECTIVE_TIMEOUT_SECONDS=3 -x ORDO_TEST_ENDING=${mode}
            ${Python3_EXECUTABLE} ${endings})
   endforeach()
+  # Ctrl-C in a process while one of its devices waits in a collective
+  # and the other, the leader of its devices, computes: the waiting one
+  # tells the other process at once, which fails naming the interrupt.
+  ordo_add_mesh_test(NAME mpi_ending_ctrl_c_beside_a_busy_leader_2x2
+    CHECKS --expect 2 "device [01] failed after [0-2]\\.[0-9]+ s: .*device 3 is gone \\(the main thread was interrupted by KeyboardInterrupt"
+    ARGS -np 2 -x ORDO_NUM_DEVICES=2 -x ORDO_TEST_ENDING=ctrl_c ${Python3_EXECUTABLE} ${endings})
   # Both gave up and exit: every process finalizes.
   ordo_add_mesh_test(NAME mpi_ending_both_gave_up_2x2
     CHECKS --status 0 --expect 2 "device [01] failed after" --expect 0 "without MPI_Finalize"

@@ -11,6 +11,11 @@ counts the lines it prints):
     ORDO_TEST_ENDING=mismatch       process 1 brings an all_gather to step 5,
                                     catches its error, then sleeps
     ORDO_TEST_ENDING=together       as mismatch, but process 1 exits too
+    ORDO_TEST_ENDING=ctrl_c         process 1 gets Ctrl-C (SIGINT) at step 5
+                                    while its first device waits there and
+                                    its last computes in Python (in a 2 x 2
+                                    job, the leader of its devices in the
+                                    world's group)
 
 Every device of the other processes prints, once its step fails,
 "ordo-ending-test: device N failed after S s: <message>" (a failure later
@@ -23,6 +28,7 @@ waiting for it."""
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,7 +61,7 @@ def step(ordinal, index):
 def odd_one(ordinal):
     steps = STEPS - 1 if MODE == "finish_early" else STEPS
     for index in range(steps):
-        if index == ODD_STEP and MODE == "sleep":
+        if index == ODD_STEP and (MODE == "sleep" or (MODE == "ctrl_c" and ordinal == LAST_LOCAL)):
             time.sleep(600)
         while index == ODD_STEP and MODE == "sigstop":  # frozen until mpirun ends the job
             os.kill(os.getpid(), signal.SIGSTOP)  # again if ever resumed: one run in six went on at once
@@ -82,5 +88,9 @@ def others(ordinal):
     say(f"ordo-mesh-test FAIL: device {ordinal}'s steps all succeeded")
 
 
+LAST_LOCAL = (RANK + 1) * int(os.environ.get("ORDO_NUM_DEVICES", "1")) - 1
+if MODE == "ctrl_c" and RANK == ODD_ONE:
+    # The user's Ctrl-C, once the waiting device is in step 5's all_reduce.
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
 ordo.spawn(odd_one if RANK == ODD_ONE else others)
 sys.exit(0 if MODE in ("finish_early", "together") or RANK == ODD_ONE else 1)
