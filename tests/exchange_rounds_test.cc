@@ -1,4 +1,4 @@
-// The in-process exchange's round counts: tags used once do not pile up,
+// The exchange's round counts among one process's devices: tags used once do not pile up,
 // and a tag's rounds still meet in order when devices are not level; a
 // device short of memory for its payload fails the round for everyone.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/device_status.h"
-#include "comm/protocol/local_exchange.h"
+#include "comm/protocol/exchange.h"
 #include "ordo/collectives.h"
 #include "ordo/error.h"
 #include "test_util.h"
@@ -22,7 +22,7 @@ constexpr int kWorld = 3;
 // Each device calls exchange(tag_of(round)) for every round, in a thread
 // of its own; returns what device 0 received in the last round.
 template <typename TagOf>
-std::vector<std::string> run_rounds(LocalExchange& exchange, int rounds, const TagOf& tag_of) {
+std::vector<std::string> run_rounds(Exchange& exchange, int rounds, const TagOf& tag_of) {
   std::vector<std::string> last;
   std::vector<std::thread> threads;
   for (int d = 0; d < kWorld; ++d) {
@@ -41,7 +41,7 @@ std::vector<std::string> run_rounds(LocalExchange& exchange, int rounds, const T
 
 TEST(ExchangeRoundsTest, TagsUsedOnceLeaveNoRoundCountsBehind) {
   DeviceStatus status;
-  LocalExchange exchange(kWorld, status);
+  Exchange exchange(Topology::single_process(kWorld), status);
   const std::vector<std::string> last =
       run_rounds(exchange, 500, [](int r) { return "epoch_" + std::to_string(r); });
   EXPECT_EQ(last, (std::vector<std::string>{"0:499", "1:499", "2:499"}));
@@ -50,7 +50,7 @@ TEST(ExchangeRoundsTest, TagsUsedOnceLeaveNoRoundCountsBehind) {
 
 TEST(ExchangeRoundsTest, ARepeatedTagMeetsRoundByRoundAndEndsLevel) {
   DeviceStatus status;
-  LocalExchange exchange(kWorld, status);
+  Exchange exchange(Topology::single_process(kWorld), status);
   // Devices race ahead into the next round of the same tag: the counts of
   // a round taken while another started stay, and the rounds still pair.
   const std::vector<std::string> last = run_rounds(exchange, 300, [](int) { return std::string("step"); });
@@ -65,7 +65,7 @@ TEST(ExchangeRoundsTest, ADeviceShortOfMemoryFailsTheRoundForEveryParticipantAtO
   const CollectiveTimeouts before_timeouts = collective_timeouts();
   set_collective_timeouts({10.0, 20.0});  // the old behaviour: a wait this long
   DeviceStatus status;
-  LocalExchange exchange(kWorld, status);
+  Exchange exchange(Topology::single_process(kWorld), status);
   const std::string words = "rendezvous 'short': device 0 ran out of memory sending its payload of 268435456 bytes";
   std::vector<std::string> errors(kWorld);
   std::vector<double> seconds(kWorld);

@@ -1,6 +1,6 @@
 // What every backend's exchange (Communicator::exchange, a rendezvous)
 // shares: which participants a call names, and the words of its failures.
-// How participants meet is the backend's (protocol/local_exchange.h: in memory).
+// How participants meet is the protocol's (protocol/exchange.h).
 //
 //   const std::vector<int> participants = exchange_participants(call, world_size);
 //   if (timed_out) return exchange_timeout(call.device, seconds, call.tag, missing);

@@ -1,7 +1,7 @@
 // The in-process backend: devices are threads of this process sharing
 // memory, so the whole protocol runs in memory (protocol/local_protocol.h):
-// collectives in the groups' channels, the exchange in meetings of payload
-// copies, device news in the device status every waiter reads.
+// collectives in the groups' channels, the exchange by notes from inbox to
+// inbox, device news in the device status every waiter reads.
 //
 //   InProcessCommunicator comm(2);
 //   comm.run(call);  // on each device's worker, with that device's call
@@ -19,7 +19,7 @@ namespace ordo::comm {
 
 class InProcessCommunicator : public Communicator {
  public:
-  explicit InProcessCommunicator(int world_size) : world_size_(world_size), local_(world_size) {}
+  explicit InProcessCommunicator(int world_size) : world_size_(world_size), local_(Topology::single_process(world_size)) {}
 
   int world_size() const override { return world_size_; }
   void run(const CollectiveCall& call) override { local_.groups().run(call); }

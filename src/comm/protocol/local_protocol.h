@@ -1,11 +1,11 @@
 // The protocol among one process's own devices, whole: the device status
 // every waiter reads (comm/device_status.h), the groups' channels
-// (local_groups.h) and the exchange's meetings (local_exchange.h), and
-// how device news reaches all three. The in-process backend is this
-// alone; the protocol among processes (processes_communicator.h) adds
-// what crosses processes.
+// (local_groups.h) and the exchange (exchange.h), and how device news
+// reaches all three. The in-process backend is this alone; the protocol
+// among processes (processes_communicator.h) adds what crosses processes,
+// the exchange's post among them.
 //
-//   LocalProtocol local(world_size);
+//   LocalProtocol local(Topology::single_process(4));
 //   local.groups().run(call);
 //   local.tell({DeviceEvent::Kind::kFailed, GlobalOrdinal(3), "its thread died"});
 //
@@ -15,18 +15,19 @@
 
 #include "comm/communicator.h"
 #include "comm/device_status.h"
-#include "comm/protocol/local_exchange.h"
+#include "comm/protocol/exchange.h"
 #include "comm/protocol/local_groups.h"
 
 namespace ordo::comm {
 
 class LocalProtocol {
  public:
-  explicit LocalProtocol(int world_size) : groups_(world_size, status_), exchange_(world_size, status_) {}
+  explicit LocalProtocol(const Topology& topology)
+      : groups_(topology.world_size(), status_), exchange_(topology, status_) {}
 
   DeviceStatus& status() { return status_; }
   LocalGroups& groups() { return groups_; }
-  LocalExchange& exchange() { return exchange_; }
+  Exchange& exchange() { return exchange_; }
 
   // The news, as every waiter of this process sees it (Communicator::tell).
   uint64_t tell(const DeviceEvent& event);
@@ -39,7 +40,7 @@ class LocalProtocol {
  private:
   DeviceStatus status_;
   LocalGroups groups_;
-  LocalExchange exchange_;  // host-side: meets apart from the groups
+  Exchange exchange_;  // host-side: meets apart from the groups
 };
 
 }  // namespace ordo::comm

@@ -15,12 +15,13 @@ namespace ordo::comm {
 ProcessesCommunicator::ProcessesCommunicator(std::unique_ptr<Transport> transport)
     : transport_(std::move(transport)),
       world_(transport_->processes()),
-      local_(world_.topology().world_size()),
+      local_(world_.topology()),
       board_(world_, *transport_, local_.groups()),
       peers_{world_, *transport_, local_.status(), board_},
-      exchange_(world_, *transport_, local_.status(), board_),
+      mail_(world_, *transport_, local_.exchange(), board_),
       routes_(static_cast<size_t>(world_.topology().local_devices())),
       place_(str_cat(" on ", world_.describe_process(world_.topology().process()))) {
+  local_.exchange().set_post(&mail_);
   Backoff::set_oversubscribed(world_.topology().host_devices() > device::usable_cpu_count());
   const auto process_ended = [this](Gone how) {
     return [this, how](int process, const std::string& reason) {
@@ -221,12 +222,11 @@ std::vector<std::string> ProcessesCommunicator::exchange(const ExchangeCall& cal
   ORDO_ARG_CHECK(topology.is_local(call.device), describe_tag(call.tag), ": device ", call.device,
                  " is driven by another process");
   const auto is_local = [&](int d) { return topology.is_local(GlobalOrdinal(d)); };
-  if (std::all_of(participants.begin(), participants.end(), is_local)) {
-    return local_.exchange().exchange(call);
-  }
+  const bool spans_processes = !std::all_of(participants.begin(), participants.end(), is_local);
   try {
-    return exchange_.exchange(call, std::move(participants));
+    return local_.exchange().exchange(call, std::move(participants));
   } catch (const CollectiveError& e) {  // not a bad call: a peer's, or the wait's
+    if (!spans_processes) throw;
     give_up({e.code(), e.what()});
   }
 }

@@ -5,8 +5,7 @@
 // (threads); every other device of the world belongs to another process.
 //
 // - A group whose members are all in this process meets in memory
-//   (local_groups.h, as in the in-process backend), and so does an
-//   exchange whose participants all are (local_exchange.h).
+//   (local_groups.h, as in the in-process backend).
 // - A group that spans processes: this process's members meet locally
 //   (local_meeting.h), and once all have come one of them, the leader (a
 //   fixed member, a different one in neighbouring processes), runs the
@@ -15,7 +14,9 @@
 //   the protocol's data movement and reduction in the group's rank order
 //   (data_movement.h, comm/reduction.h), so that a result is bitwise the
 //   same whatever the layout of processes and devices.
-// - The exchange (rendezvous) goes to every participant (cross_exchange.h).
+// - The exchange (rendezvous) is the in-process backend's (exchange.h),
+//   its notes to other processes' devices posted over the transport
+//   (exchange_mail.h).
 // - News of devices (failed, absent, present again) and of processes
 //   that die or finish come from the transport.
 //
@@ -28,8 +29,8 @@
 // Locking: routes_[i] is used only by whoever runs local device i's tasks
 // (as in-process). meetings_mu_ guards meetings_ (a meeting, once made,
 // lives as long as the communicator), and is never held while waiting.
-// Order: a meeting's lock, then the exchange's, then the transport's, a
-// leaf; DeviceStatus is a leaf too (LocalProtocol's, which the cross
+// Order: a meeting's lock, then the exchange's post's, then the
+// exchange's, then the transport's, a leaf; DeviceStatus is a leaf too (LocalProtocol's, which the cross
 // groups and exchange read).
 #pragma once
 
@@ -43,7 +44,7 @@
 #include "comm/communicator.h"
 #include "comm/device_status.h"
 #include "comm/protocol/cross_collective.h"
-#include "comm/protocol/cross_exchange.h"
+#include "comm/protocol/exchange_mail.h"
 #include "comm/protocol/local_meeting.h"
 #include "comm/protocol/local_protocol.h"
 #include "comm/protocol/progress_board.h"
@@ -111,7 +112,7 @@ class ProcessesCommunicator : public Communicator {
   alignas(64) LocalProtocol local_;  // groups and exchanges within this process, the device status
   alignas(64) ProgressBoard board_;
   Peers peers_;
-  alignas(64) CrossExchange exchange_;
+  ExchangeMail mail_;  // the exchange's post to other processes
   // The first collective or exchange with other processes that failed.
   std::mutex gave_up_mu_;
   std::optional<std::string> gave_up_on_;  // guarded by gave_up_mu_
