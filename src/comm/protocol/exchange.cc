@@ -38,27 +38,35 @@ bool Exchange::all_local(const std::vector<int>& participants) const {
 void Exchange::deliver(ExchangeNote note) {
   std::lock_guard<std::mutex> lock(mu_);
   deliver_locked(std::move(note));
+  cv_.notify_all();  // also for a note kept: a waiter's cycle of waits may go through it
+}
+
+void Exchange::deliver(std::vector<ExchangeNote> notes) {
+  if (notes.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (ExchangeNote& note : notes) deliver_locked(std::move(note));
+  cv_.notify_all();  // once: every waiter wakes for each notification
 }
 
 void Exchange::deliver_locked(ExchangeNote note) {
   const size_t index = index_of(note.receiver);
   Round* waiting = waiting_in_[index];
   if (waiting == nullptr || !waiting->take_locked(note)) inboxes_[index].push_back(std::move(note));
-  // Also a note kept: a waiter's cycle of waits may go through it.
-  cv_.notify_all();
 }
 
 void Exchange::tell(const ExchangeNote& note) {
+  std::vector<ExchangeNote> here;
   for (const int e : note.round.participants) {
     if (e == note.sender) continue;
     ExchangeNote copy = note;
     copy.receiver = e;
     if (topology_.is_local(GlobalOrdinal(e))) {
-      deliver(std::move(copy));
+      here.push_back(std::move(copy));
     } else {
       post_->send(copy);
     }
   }
+  deliver(std::move(here));
 }
 
 void Exchange::wake() {

@@ -93,8 +93,9 @@ class Exchange {
   std::vector<std::string> exchange(const ExchangeCall& call);
   // participants: exchange_participants(call, world size).
   std::vector<std::string> exchange(const ExchangeCall& call, std::vector<int> participants);
-  // A note for a device of this process.
+  // A note for a device of this process; several at once.
   void deliver(ExchangeNote note);
+  void deliver(std::vector<ExchangeNote> notes);
   // A device was declared gone or absent: waiters look again.
   void wake();
   // The round device waits in, if any, fails now for every participant

@@ -83,6 +83,7 @@ void Exchange::Round::send_payload() {
   const int me = me_.value();
   try {
     payloads_[rank_of(me)].assign(call_.payload);
+    std::vector<ExchangeNote> here;
     std::vector<int> elsewhere;  // participants of other processes
     for (const int e : round_.participants) {
       if (e == me) continue;
@@ -90,10 +91,10 @@ void Exchange::Round::send_payload() {
         elsewhere.push_back(e);
         continue;
       }
-      ExchangeNote note = ExchangeNote::payload(me, e, round_);
+      ExchangeNote& note = here.emplace_back(ExchangeNote::payload(me, e, round_));
       note.body.assign(call_.payload);
-      owner_.deliver(std::move(note));
     }
+    owner_.deliver(std::move(here));
     if (!elsewhere.empty()) owner_.post_->send_payload(ExchangeNote::payload(me, me, round_), elsewhere, call_.payload);
   } catch (const std::bad_alloc&) {
     give_up(sending_failure(call_.tag, me_, call_.payload.size()));
