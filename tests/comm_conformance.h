@@ -41,6 +41,8 @@ struct Session {
   // At every step of a case, after the barrier: the simulated transport
   // delivers what was sent before it (a real barrier outlasts a message).
   std::function<void()> settle;
+  // How many devices each process of the world drives (0 or the world: one process).
+  int devices_per_process = 0;
   bool drives(int device) const { return std::binary_search(devices.begin(), devices.end(), device); }
 };
 
@@ -84,7 +86,7 @@ inline Backend simulated_backend() {
                                                                       comm::Faults::kBenign);
             auto job = std::make_unique<comm::SimulatedJob>(processes, per_process, schedule);
             comm::SimNetwork& network = job->network();
-            Session session{std::move(job), std::vector<int>(world), [&network] { network.settle(); }};
+            Session session{std::move(job), std::vector<int>(world), [&network] { network.settle(); }, per_process};
             for (int d = 0; d < world; ++d) session.devices[d] = d;
             return session;
           },

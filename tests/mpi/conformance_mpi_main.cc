@@ -31,7 +31,7 @@ Backend mpi_backend(const comm::MpiWorld& world, MPI_Comm harness) {
   const comm::Topology& topology = world.topology();
   return {"mpi", topology.world_size(),
           [&world, piece = piece_bytes_from_env()](int) {
-            Session session{comm::make_mpi_communicator(world, piece), {}, {}};
+            Session session{comm::make_mpi_communicator(world, piece), {}, {}, world.topology().local_devices()};
             for (int index = 0; index < world.topology().local_devices(); ++index) {
               session.devices.push_back(world.topology().global_ordinal(LocalDevice(index)).value());
             }
