@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "comm/mpi/mpi_world.h"
+#include "comm/protocol/kept_until_exit.h"
 #include "core/check.h"
 #include "ordo/error.h"
 
@@ -93,13 +94,8 @@ MpiLink::~MpiLink() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!mpi_calls_closed()) reap_owned_locked();
   if (owned_.empty()) return;
-  // Kept until exit, on purpose, and reachable from a static so that a
-  // leak checker sees them held, not lost. Neither static is ever
-  // destroyed: a link may go during the process's static destruction.
-  static auto* const parked_mu = new std::mutex;
-  static auto* const parked = new std::list<Owned>;
-  std::lock_guard<std::mutex> parking(*parked_mu);
-  parked->splice(parked->end(), owned_);
+  // Moving a list moves no element: the buffers stay where MPI reads them.
+  keep_until_exit(std::make_shared<std::list<Owned>>(std::move(owned_)));
 }
 
 void MpiLink::post_locked(Way way, const std::byte* at, int count, MPI_Datatype type, int process, int tag,

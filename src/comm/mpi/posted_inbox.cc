@@ -1,7 +1,9 @@
 #include "comm/mpi/posted_inbox.h"
 
+#include <memory>
 #include <utility>
 
+#include "comm/protocol/kept_until_exit.h"
 #include "core/check.h"
 
 namespace ordo::comm {
@@ -22,9 +24,9 @@ PostedInbox::PostedInbox(MpiLink& link, HostRings* rings, int process, PostedTag
 }
 
 PostedInbox::~PostedInbox() {
-  // MPI may still be writing into the buffer if the cancel comes too late:
-  // then it is kept, on purpose, until the process exits.
-  if (!link_.cancel_receive(request_)) new std::string(std::move(posted_));
+  // MPI may still be writing into the buffer if the cancel comes too late
+  // (moving a string this long keeps its buffer where it is).
+  if (!link_.cancel_receive(request_)) keep_until_exit(std::make_shared<std::string>(std::move(posted_)));
 }
 
 void PostedInbox::post() {

@@ -6,6 +6,7 @@
 #include "comm/deadlines.h"
 #include "comm/describe.h"
 #include "comm/protocol/data_movement.h"
+#include "comm/protocol/kept_until_exit.h"
 #include "comm/protocol/pacing.h"
 #include "core/check.h"
 #include "core/interrupt.h"
@@ -433,10 +434,9 @@ std::optional<device::Failure> CrossCollective::move_data(const CollectiveAt& at
 
 void CrossCollective::break_group(int64_t sequence, const device::Failure& failure) {
   scratch_.abandon();
-  auto* kept = new std::vector<std::shared_ptr<std::byte>>();  // until exit, on purpose
   for (const CollectiveCall* call : meeting_.calls()) {
-    for (const device::Buffer* b : call->inputs) kept->push_back(b->storage);
-    for (const device::Buffer* b : call->outputs) kept->push_back(b->storage);
+    for (const device::Buffer* b : call->inputs) keep_until_exit(b->storage);
+    for (const device::Buffer* b : call->outputs) keep_until_exit(b->storage);
   }
   broken_ = str_cat("group ", plan_.text, " cannot run collectives any more: its collective #", sequence,
                     " failed while its data moved (", failure.message, ")");

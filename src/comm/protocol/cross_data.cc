@@ -5,6 +5,7 @@
 #include <set>
 
 #include "comm/protocol/data_movement.h"
+#include "comm/protocol/kept_until_exit.h"
 #include "core/check.h"
 
 namespace ordo::comm {
@@ -305,7 +306,7 @@ std::byte* Scratch::get(size_t slot, size_t bytes) {
 }
 
 void Scratch::abandon() {
-  for (auto& buffer : buffers_) (void)buffer.release();  // kept until exit, on purpose
+  for (auto& buffer : buffers_) keep_until_exit(std::shared_ptr<std::byte[]>(std::move(buffer)));
   buffers_.clear();
   sizes_.clear();
 }

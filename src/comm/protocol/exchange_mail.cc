@@ -1,10 +1,10 @@
 #include "comm/protocol/exchange_mail.h"
 
-#include <list>
 #include <memory>
 #include <new>
 
 #include "comm/exchange_rules.h"
+#include "comm/protocol/kept_until_exit.h"
 #include "comm/protocol/wire.h"
 
 namespace ordo::comm {
@@ -30,16 +30,12 @@ ExchangeMail::ExchangeMail(const Processes& world, Transport& transport, Exchang
     : world_(world), transport_(transport), exchange_(exchange), board_(board) {}
 
 ExchangeMail::~ExchangeMail() {
-  // Bodies still coming are from peers that failed: MPI may still write
-  // them, so they are kept until exit (reachable, for a leak checker).
-  static auto* const parked_mu = new std::mutex;
-  static auto* const parked = new std::list<std::string>;
+  // Bodies still coming are from peers that failed: MPI may still write them.
   std::lock_guard<std::mutex> lock(pump_mu_);
   for (Incoming& incoming : incoming_) {
     if (incoming.body.empty()) continue;
     transport_.abandon(incoming.body);
-    std::lock_guard<std::mutex> parking(*parked_mu);
-    parked->push_back(std::move(incoming.note.body));
+    keep_until_exit(std::make_shared<std::string>(std::move(incoming.note.body)));
   }
 }
 
