@@ -54,9 +54,15 @@ Exchange::Round::Round(Exchange& owner, const ExchangeCall& call, ExchangeRound 
 }
 
 Exchange::Round::~Round() {
+  if (left_) return;
   std::lock_guard<std::mutex> lock(owner_.mu_);
   owner_.waiting_in_[index_] = nullptr;
-  if (!failure_ && complete_locked()) owner_.forget_if_level_locked(round_);
+}
+
+void Exchange::Round::leave_complete_locked() {
+  owner_.waiting_in_[index_] = nullptr;
+  owner_.forget_if_level_locked(round_);
+  left_ = true;
 }
 
 size_t Exchange::Round::rank_of(int device) const {
@@ -201,7 +207,7 @@ void Exchange::Round::wait() {
     if (spans_processes_) owner_.post_->collect();
     std::unique_lock<std::mutex> lock(owner_.mu_);
     std::optional<device::Failure> failure = settle_locked();
-    if (!failure && complete_locked()) return;
+    if (!failure && complete_locked()) return leave_complete_locked();
     if (!failure && deadlines_.timed_out()) {
       failure = exchange_timeout(me_, deadlines_.timeout_seconds(), call_.tag, missing_locked());
     }

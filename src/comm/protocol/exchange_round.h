@@ -58,6 +58,8 @@ class Exchange::Round {
   void warn(const std::string& missing);
   // Until something may have changed (mu_ held on entry, perhaps not after).
   void pause(std::unique_lock<std::mutex>& lock, Backoff& backoff);
+  // The round completed: the device leaves it (mu_ held).
+  void leave_complete_locked();
   // Tells the other participants and raises failure.
   [[noreturn]] void give_up(device::Failure failure);
 
@@ -73,6 +75,7 @@ class Exchange::Round {
   size_t missing_ = 0;
   std::optional<device::Failure> failure_;
   std::optional<ExchangeRound> other_;  // a mismatch's other round
+  bool left_ = false;                   // the device left the round complete
   // The waiter's own.
   Deadlines deadlines_;
   std::optional<PaceClock::time_point> cycle_since_;  // a cycle through another process seen
