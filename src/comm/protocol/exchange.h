@@ -40,8 +40,9 @@
 // Locking: mu_ guards the inboxes, the counts, who waits where and each
 // waiting round's payloads and failure; cv_ is notified on each change
 // and whenever a device is declared gone, absent or interrupted. The
-// post's locks are taken before mu_, never with it held; so is the
-// device status's. The caller's warning is called with no lock held.
+// post's locks are taken before mu_, never with it held; the device
+// status's after it (a leaf). The caller's warning is called with no lock
+// held.
 #pragma once
 
 #include <chrono>
