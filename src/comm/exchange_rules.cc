@@ -9,9 +9,10 @@ namespace ordo::comm {
 std::string describe_tag(std::string_view tag) { return str_cat("rendezvous '", tag, "'"); }
 
 std::vector<int> exchange_participants(const ExchangeCall& call, int world_size) {
-  const std::string what = describe_tag(call.tag);
-  ORDO_ARG_CHECK(call.device.value() >= 0 && call.device.value() < world_size, what, ": device ", call.device,
-                 " does not exist (world size ", world_size, ")");
+  // The texts of the checks are made only when one fails: this runs at
+  // every rendezvous.
+  ORDO_ARG_CHECK(call.device.value() >= 0 && call.device.value() < world_size, describe_tag(call.tag), ": device ",
+                 call.device, " does not exist (world size ", world_size, ")");
   std::vector<int> participants;  // ordinals as data, like a replica group
   participants.reserve(call.participants.empty() ? static_cast<size_t>(world_size) : call.participants.size());
   for (const GlobalOrdinal d : call.participants) participants.push_back(d.value());
@@ -19,18 +20,19 @@ std::vector<int> exchange_participants(const ExchangeCall& call, int world_size)
     participants.resize(static_cast<size_t>(world_size));
     std::iota(participants.begin(), participants.end(), 0);
   }
-  const std::string named = describe_group(participants);
   bool among = false;
   for (size_t i = 0; i < participants.size(); ++i) {
     const int d = participants[i];
-    ORDO_ARG_CHECK(d >= 0 && d < world_size, what, ": device ", d, " among the replicas ", named,
-                   " does not exist (world size ", world_size, ")");
-    ORDO_ARG_CHECK(i == 0 || d != participants[i - 1], what, ": device ", d, " is twice among the replicas ",
-                   named);
-    ORDO_ARG_CHECK(i == 0 || d > participants[i - 1], what, ": the replicas ", named, " are not sorted");
+    ORDO_ARG_CHECK(d >= 0 && d < world_size, describe_tag(call.tag), ": device ", d, " among the replicas ",
+                   describe_group(participants), " does not exist (world size ", world_size, ")");
+    ORDO_ARG_CHECK(i == 0 || d != participants[i - 1], describe_tag(call.tag), ": device ", d,
+                   " is twice among the replicas ", describe_group(participants));
+    ORDO_ARG_CHECK(i == 0 || d > participants[i - 1], describe_tag(call.tag), ": the replicas ",
+                   describe_group(participants), " are not sorted");
     among = among || d == call.device.value();
   }
-  ORDO_ARG_CHECK(among, what, ": device ", call.device, " is not among the replicas ", named);
+  ORDO_ARG_CHECK(among, describe_tag(call.tag), ": device ", call.device, " is not among the replicas ",
+                 describe_group(participants));
   return participants;
 }
 
