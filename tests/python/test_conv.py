@@ -34,6 +34,8 @@ CASES_2D = [
     ("dilation with stride", (2, 3, 12, 12), (4, 3, 3, 3), dict(dilation=3, stride=2), True),
     ("samples share a tile", (16, 10, 12, 12), (20, 10, 5, 5), {}, True),
     ("rows split into tiles", (1, 64, 30, 30), (8, 64, 3, 3), dict(padding=1, stride=(1, 2)), True),
+    ("blocks of samples and a shorter last", (11, 4, 9, 9), (6, 4, 3, 3), dict(padding=1), True),
+    ("one input channel", (9, 1, 14, 14), (5, 1, 5, 5), {}, True),
 ]
 CASES_1D = [
     ("1d", (2, 3, 17), (4, 3, 5), dict(stride=2, padding=2), True),
@@ -150,7 +152,9 @@ digest = hashlib.sha256()
 for x_shape, w_shape, kwargs in [((6, 16, 20, 20), (16, 16, 3, 3), dict(padding=1)),
                                  ((40, 10, 12, 12), (20, 10, 5, 5), {}),
                                  ((2, 64, 30, 30), (32, 64, 3, 3), dict(stride=2, padding=1)),
-                                 ((4, 12, 50), (12, 1, 5), dict(groups=12, padding="same"))]:
+                                 ((4, 12, 50), (12, 1, 5), dict(groups=12, padding="same")),
+                                 ((11, 8, 10, 10), (8, 8, 3, 3), dict(padding=1)),
+                                 ((9, 1, 16, 16), (6, 1, 5, 5), {})]:
     x = ordo.tensor(rng.standard_normal(x_shape).astype(np.float32), requires_grad=True)
     w = ordo.tensor(rng.standard_normal(w_shape).astype(np.float32), requires_grad=True)
     conv = F.conv1d if len(x_shape) == 3 else F.conv2d
