@@ -146,14 +146,18 @@ struct MaxGeometry {
   Planes planes;
   std::vector<AxisWindow> rows, cols;
   int64_t dh, dw;
+  bool disjoint_pairs;  // 2 x 2 windows of stride 2, each inside the plane
 };
 
 MaxGeometry max_geometry(const ir::MaxPoolAttrs& pool, const Shape& input, const Shape& output) {
   const AxisParams h = axis_params(pool.window, 0, pool.dilation[0]);
   const AxisParams w = axis_params(pool.window, 1, pool.dilation[1]);
   const Planes planes = planes_of(input, output);
-  return {planes, max_windows(h, planes.in_h, planes.out_h), max_windows(w, planes.in_w, planes.out_w), h.dilation,
-          w.dilation};
+  const auto pairs = [](const AxisParams& a, int64_t input, int64_t output) {
+    return a.kernel == 2 && a.stride == 2 && a.pad == 0 && a.dilation == 1 && 2 * output <= input;
+  };
+  return {planes,     max_windows(h, planes.in_h, planes.out_h), max_windows(w, planes.in_w, planes.out_w),
+          h.dilation, w.dilation, pairs(h, planes.in_h, planes.out_h) && pairs(w, planes.in_w, planes.out_w)};
 }
 
 // The larger of a and v, nan if v is (a is one already, or -inf at first):
@@ -226,42 +230,84 @@ inline T share_if(bool take, T value) {
   return std::bit_cast<T>(std::bit_cast<Bits>(value) & (Bits{0} - static_cast<Bits>(take)));
 }
 
-// Each window's gradient goes to the window's first maximum (the last NaN
+// A window's gradient goes to the window's first maximum (the last NaN
 // with one), as window_max_in_order finds it; here without a branch on the
 // data: the maximum, then a pass that adds the gradient where the element
 // equals it and no earlier one did (and 0 elsewhere).
 template <typename T>
-void max_pool_backward_plane(const MaxGeometry& g, const T* grad, const T* in, T* grad_in) {
+void max_pool_backward_window(const MaxGeometry& g, T share, const T* in, T* grad_in, const AxisWindow& r,
+                              const AxisWindow& c) {
   const int64_t width = g.planes.in_w;
-  std::fill(grad_in, grad_in + g.planes.in_h * width, T{0});
+  T best = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  for (int64_t ih = r.begin; ih < r.end; ih += g.dh) {
+    for (int64_t iw = c.begin; iw < c.end; iw += g.dw) {
+      const T v = in[ih * width + iw];
+      best = v > best ? v : best;
+      nan |= v != v;
+    }
+  }
+  if (nan || best == -std::numeric_limits<T>::infinity()) {  // rare: the in-order pass
+    grad_in[window_max_in_order(in, width, r, c, g.dh, g.dw).index] += share;
+    return;
+  }
+  bool claimed = false;
+  for (int64_t ih = r.begin; ih < r.end; ih += g.dh) {
+    for (int64_t iw = c.begin; iw < c.end; iw += g.dw) {
+      const bool take = !claimed & (in[ih * width + iw] == best);
+      grad_in[ih * width + iw] += share_if(take, share);
+      claimed |= take;
+    }
+  }
+}
+
+// 2 x 2 windows of stride 2, each inside the plane and none overlapping:
+// a window's four elements at once, its gradient stored (not added) at the
+// first maximum and 0 beside it; a window with a NaN takes the general
+// path.
+template <typename T>
+void max_pool_backward_pairs(const MaxGeometry& g, const T* grad, const T* in, T* grad_in) {
+  const int64_t width = g.planes.in_w;
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const T* top = in + 2 * oh * width;
+    const T* bottom = top + width;
+    T* grad_top = grad_in + 2 * oh * width;
+    T* grad_bottom = grad_top + width;
+    const T* shares = grad + oh * g.planes.out_w;
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const T a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
+      if ((a != a) | (b != b) | (c != c) | (d != d)) [[unlikely]] {
+        max_pool_backward_window(g, shares[ow], in, grad_in, g.rows[static_cast<size_t>(oh)],
+                                 g.cols[static_cast<size_t>(ow)]);
+        continue;
+      }
+      const T best = std::max(std::max(a, b), std::max(c, d));
+      const bool take_a = a == best;
+      const bool take_b = !take_a & (b == best);
+      const bool take_c = !take_a & !take_b & (c == best);
+      const bool take_d = !take_a & !take_b & !take_c;
+      grad_top[2 * ow] = share_if(take_a, shares[ow]);
+      grad_top[2 * ow + 1] = share_if(take_b, shares[ow]);
+      grad_bottom[2 * ow] = share_if(take_c, shares[ow]);
+      grad_bottom[2 * ow + 1] = share_if(take_d, shares[ow]);
+    }
+  }
+}
+
+template <typename T>
+void max_pool_backward_plane(const MaxGeometry& g, const T* grad, const T* in, T* grad_in) {
+  std::fill(grad_in, grad_in + g.planes.in_h * g.planes.in_w, T{0});
+  if (g.disjoint_pairs) {
+    max_pool_backward_pairs(g, grad, in, grad_in);
+    return;
+  }
   for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
     const AxisWindow& r = g.rows[static_cast<size_t>(oh)];
     if (r.begin >= r.end) continue;
     for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
       const AxisWindow& c = g.cols[static_cast<size_t>(ow)];
       if (c.begin >= c.end) continue;
-      const T share = grad[oh * g.planes.out_w + ow];
-      T best = -std::numeric_limits<T>::infinity();
-      bool nan = false;
-      for (int64_t ih = r.begin; ih < r.end; ih += g.dh) {
-        for (int64_t iw = c.begin; iw < c.end; iw += g.dw) {
-          const T v = in[ih * width + iw];
-          best = v > best ? v : best;
-          nan |= v != v;
-        }
-      }
-      if (nan || best == -std::numeric_limits<T>::infinity()) {  // rare: the in-order pass
-        grad_in[window_max_in_order(in, width, r, c, g.dh, g.dw).index] += share;
-        continue;
-      }
-      bool claimed = false;
-      for (int64_t ih = r.begin; ih < r.end; ih += g.dh) {
-        for (int64_t iw = c.begin; iw < c.end; iw += g.dw) {
-          const bool take = !claimed & (in[ih * width + iw] == best);
-          grad_in[ih * width + iw] += share_if(take, share);
-          claimed |= take;
-        }
-      }
+      max_pool_backward_window(g, grad[oh * g.planes.out_w + ow], in, grad_in, r, c);
     }
   }
 }
