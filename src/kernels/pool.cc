@@ -205,11 +205,48 @@ void max_pool_plane_by_columns(const MaxGeometry& g, const T* in, T* out, T* col
   }
 }
 
+// The values and indices of 2 x 2 windows of stride 2, each inside the
+// plane: a window's four elements at once, its first maximum picked without
+// a branch on the data; a window with a NaN takes window_max.
+template <typename T>
+void max_pool_pairs_with_indices(const MaxGeometry& g, const T* in, T* out, int64_t* indices) {
+  const int64_t width = g.planes.in_w;
+  for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
+    const T* top = in + 2 * oh * width;
+    const T* bottom = top + width;
+    for (int64_t ow = 0; ow < g.planes.out_w; ++ow) {
+      const int64_t at = oh * g.planes.out_w + ow;
+      const T a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
+      if ((a != a) | (b != b) | (c != c) | (d != d)) [[unlikely]] {
+        const Extreme<T> e = window_max(in, width, g.rows[static_cast<size_t>(oh)], g.cols[static_cast<size_t>(ow)],
+                                        g.dh, g.dw);
+        out[at] = e.value;
+        indices[at] = e.index;
+        continue;
+      }
+      // std::max keeps its first argument on a tie: the first maximum. The
+      // offset in integer arithmetic: GCC branches on selects.
+      const T best = std::max(std::max(a, b), std::max(c, d));
+      const bool take_a = a == best;
+      const bool take_b = !take_a & (b == best);
+      const bool take_c = !take_a & !take_b & (c == best);
+      const bool take_d = !take_a & !take_b & !take_c;
+      const int64_t offset = int64_t{take_b} + int64_t{take_c} * width + int64_t{take_d} * (width + 1);
+      out[at] = best;
+      indices[at] = 2 * oh * width + 2 * ow + offset;
+    }
+  }
+}
+
 template <typename T>
 void max_pool_plane(const MaxGeometry& g, const T* in, T* out, int64_t* indices) {
   if (indices == nullptr && g.dh == 1 && g.dw == 1) {
     std::vector<T> column(static_cast<size_t>(g.planes.in_w));
     max_pool_plane_by_columns(g, in, out, column.data());
+    return;
+  }
+  if (indices != nullptr && g.disjoint_pairs) {
+    max_pool_pairs_with_indices(g, in, out, indices);
     return;
   }
   for (int64_t oh = 0; oh < g.planes.out_h; ++oh) {
