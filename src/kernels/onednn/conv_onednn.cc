@@ -37,9 +37,11 @@ constexpr int64_t kMaxBlocks = 4;
 // Primitives a thread keeps; past this the thread's cache starts afresh.
 constexpr size_t kKeptPrimitives = 64;
 
+// Never destroyed: threads' streams and kept primitives refer to it, and
+// some of them end after static destructors have run.
 const dnnl::engine& cpu() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  static const auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
 
 // oneDNN sizes its OpenMP team by omp_get_max_threads(), a setting of the
