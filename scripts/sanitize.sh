@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suite under sanitizers: `address` (ASan + UBSan, every test)
 # or `thread` (TSan: the conformance suites, the rendezvous and its round counts, concurrent, executor, collective, buffer donation,
-# token, spawn, block cache, soak bounds, free-core pool, the kernels that split on it, worker, host ring and metrics tests,
+# token, spawn, block cache, soak bounds, free-core pool, the kernels that split on it (convolutions
+# through oneDNN among them), worker, host ring and metrics tests,
 # 1,000 schedules of the simulated transport,
 # then every MPI test, one at a time).
 # Each builds into its own build-<kind>/ (the Python extension is left out).
@@ -16,7 +17,7 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=pri
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if [ "$kind" = thread ]; then
   ctest --test-dir "$ORDO_BUILD_DIR" --output-on-failure -j "$(nproc)" \
-    -R 'Conformance|Topology|Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|BufferDonation|DataParallelDonation|Spawn|ThreadBlockCache|BufferPool|SoakBounds|FreeCores|Matmul|ReduceOrder|RowBlocks|DropPendingGraph|Worker|Rendezvous|ExchangeRounds|HostRings|Metrics|WallClock' \
+    -R 'Conv|PoolBatchNorm|Conformance|Topology|Concurrency|Executor|RuntimeLifecycle|Collective|Token|WorldSizes|Fusion|BufferDonation|DataParallelDonation|Spawn|ThreadBlockCache|BufferPool|SoakBounds|FreeCores|Matmul|ReduceOrder|RowBlocks|DropPendingGraph|Worker|Rendezvous|ExchangeRounds|HostRings|Metrics|WallClock' \
     -LE mpi
   # The protocol among processes over the simulated transport: a thousand
   # seeded schedules (the test command runs ten thousand without TSan).

@@ -4,9 +4,11 @@
 // recorded); the gradient ops' own rules against their adjoint pairings. tests/python/test_conv.py compares with torch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "ir/conv_attrs.h"
@@ -140,6 +142,41 @@ TEST_F(ConvTest, TheGradientOpsRulesAreTheirAdjoints) {
   expect_near(of_weight_grad[0].to_vector<double>(),
               grad(conv2d(x, h_w, Tensor(), options), {x}, g)[0].to_vector<double>());
   expect_near(of_weight_grad[1].to_vector<double>(), conv2d(x, h_w, Tensor(), options).to_vector<double>());
+}
+
+// float32 takes another route (oneDNN where the build has it, in blocks of
+// samples: 5 samples make blocks of 2, 2 and 1) than float64: its values
+// and gradients must be float64's within float32's rounding, and four
+// devices running it at once (each thread its own primitives) must agree
+// bit for bit.
+using ConvDevicesTest = testing::FourDeviceTest;
+
+TEST_F(ConvDevicesTest, Float32OnFourDevicesAtOnceMatchesFloat64) {
+  const Shape xs = {5, 4, 9, 8}, ws = {6, 2, 3, 3};
+  const ConvOptions options{{1}, {1}, {1}, 2, ""};
+  const std::vector<double> xv = values(shape_numel(xs), 1.0), wv = values(shape_numel(ws), 0.5);
+  const auto run = [&]<typename T>(std::type_identity<T>) {
+    Tensor x = from_vector<T>(std::vector<T>(xv.begin(), xv.end()), xs);
+    Tensor w = from_vector<T>(std::vector<T>(wv.begin(), wv.end()), ws);
+    x.set_requires_grad();
+    w.set_requires_grad();
+    const Tensor y = conv2d(x, w, Tensor(), options);
+    const std::vector<Tensor> grads = grad(y, {x, w}, y);
+    std::vector<std::vector<T>> results{y.to_vector<T>(), grads[0].to_vector<T>(), grads[1].to_vector<T>()};
+    return results;
+  };
+  const std::vector<std::vector<double>> want = run(std::type_identity<double>{});
+  std::vector<std::vector<std::vector<float>>> got(4);
+  spawn([&](int ordinal) { got[static_cast<size_t>(ordinal)] = run(std::type_identity<float>{}); });
+  for (size_t result = 0; result < want.size(); ++result) {
+    double scale = 0;
+    for (double v : want[result]) scale = std::max(scale, std::abs(v));
+    ASSERT_EQ(got[0][result].size(), want[result].size());
+    for (size_t i = 0; i < want[result].size(); ++i) {
+      EXPECT_NEAR(got[0][result][i], want[result][i], 1e-5 * scale) << result << " " << i;
+    }
+    for (size_t device = 1; device < got.size(); ++device) EXPECT_EQ(got[device][result], got[0][result]) << device;
+  }
 }
 
 TEST_F(ConvTest, OutputShapesFollowTorchsRules) {
