@@ -1,6 +1,8 @@
 // Convolution kernels: Conv, ConvInputGrad and ConvWeightGrad over 1 or 2
 // spatial dims (a 1-d convolution runs as a 2-d one of height 1), float32
-// and float64. Each is a product per group on a patch matrix (im2col):
+// and float64. float32 runs in oneDNN where the build has it
+// (onednn/conv_onednn.h; ran_in_onednn below says when). Otherwise each
+// is a product per group on a patch matrix (im2col):
 // column j of a tile's matrix holds the input window of output position j,
 // row r one (channel, kernel row, kernel column) of it. Then
 //   forward        y_g  = w_g [Og, patch] * cols [patch, n]

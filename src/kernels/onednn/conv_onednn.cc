@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -31,8 +32,8 @@ using dnnl::memory;
 
 // A pass runs in at most this many blocks of samples (fixed by the batch):
 // enough to spread over a few cores, and few enough that a weight
-// gradient's partials cost little (ResNet-18's at batch 8: 4 blocks 0.96-
-// 1.03x torch's time, 8 blocks 0.86-1.00x).
+// gradient's partials cost little (ResNet-18's at batch 8 ran at 0.96-1.03x
+// torch's speed in 4 blocks, 0.86-1.00x in 8).
 constexpr int64_t kMaxBlocks = 4;
 // Primitives a thread keeps; past this the thread's cache starts afresh.
 constexpr size_t kKeptPrimitives = 64;
