@@ -18,9 +18,11 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "device/free_cores.h"
@@ -191,15 +193,25 @@ Key key_of(ConvPass pass, const ConvProblem& p, int64_t samples) {
 }
 
 // The calling thread's primitive for the pass over blocks of `samples`
-// samples (null where oneDNN has none), made on first use.
+// samples (null where oneDNN has none), made on first use. Threads make
+// theirs one at a time: oneDNN's primitive cache is thread-safe, but
+// inside an uninstrumented library, so ThreadSanitizer would see its
+// accesses from two threads unordered; a primitive is made once per shape
+// and thread, so the lock costs nothing.
 std::shared_ptr<const Prepared> prepared_for(ConvPass pass, const ConvProblem& p, int64_t samples) {
   thread_local std::map<Key, std::shared_ptr<const Prepared>> kept;
   this_thread_stream();  // the thread's OpenMP setting, before a primitive is chosen
   const Key key = key_of(pass, p, samples);
   auto found = kept.find(key);
   if (found == kept.end()) {
+    static std::mutex making;
+    std::shared_ptr<const Prepared> made;
+    {
+      std::lock_guard<std::mutex> lock(making);
+      made = prepare(pass, p, samples);
+    }
     if (kept.size() >= kKeptPrimitives) kept.clear();
-    found = kept.emplace(key, prepare(pass, p, samples)).first;
+    found = kept.emplace(key, std::move(made)).first;
   }
   return found->second;
 }
