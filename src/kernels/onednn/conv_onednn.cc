@@ -59,7 +59,7 @@ dnnl::stream& this_thread_stream() {
 }
 
 // Scratch memory of a thread, 64-byte aligned, kept between calls (slot:
-// which of a block's buffers).
+// which buffer: a block's operands and scratchpad 0-3, shared weights 4-5).
 void* scratch(int slot, size_t bytes) {
   struct Free {
     void operator()(void* p) const { std::free(p); }
@@ -68,7 +68,7 @@ void* scratch(int slot, size_t bytes) {
     std::unique_ptr<void, Free> data;
     size_t bytes = 0;
   };
-  thread_local std::array<Buffer, 4> buffers;
+  thread_local std::array<Buffer, 6> buffers;
   Buffer& buffer = buffers[static_cast<size_t>(slot)];
   if (buffer.bytes < bytes) {
     const size_t rounded = (bytes + 63) / 64 * 64;
@@ -217,14 +217,16 @@ std::shared_ptr<const Prepared> prepared_for(ConvPass pass, const ConvProblem& p
 }
 
 // Runs a prepared pass on one block, whose a, b and out are in ordo's
-// layouts.
-void run_block(const Prepared& prepared, const float* a, const float* b, float* out) {
+// layouts, or b already in the primitive's (b_chosen: the weights every
+// block shares, reordered once).
+void run_block(const Prepared& prepared, const float* a, const float* b, float* out, bool b_chosen) {
   dnnl::stream& stream = this_thread_stream();
   std::unordered_map<int, memory> args;
   const std::array<const float*, 2> inputs{a, b};
   for (size_t i = 0; i < 2; ++i) {
-    memory plain(prepared.plain[i], cpu(), const_cast<float*>(inputs[i]));
-    if (!prepared.reorders[i]) {
+    const bool as_chosen = i == 1 && b_chosen;
+    memory plain(as_chosen ? prepared.chosen[i] : prepared.plain[i], cpu(), const_cast<float*>(inputs[i]));
+    if (!prepared.reorders[i] || as_chosen) {
       args.emplace(prepared.roles[i], plain);
       continue;
     }
@@ -244,6 +246,20 @@ void run_block(const Prepared& prepared, const float* a, const float* b, float* 
   stream.wait();
 }
 
+// The weights b in the layout of prepared, reordered on the calling thread
+// into its scratch slot (4 or 5, beside the blocks' 0-3); b itself where
+// that layout is ordo's.
+const float* weights_for(const Prepared& prepared, const float* b, int slot) {
+  if (!prepared.reorders[1]) return b;
+  void* chosen = scratch(slot, prepared.chosen[1].get_size());
+  dnnl::stream& stream = this_thread_stream();
+  memory from(prepared.plain[1], cpu(), const_cast<float*>(b));
+  memory to(prepared.chosen[1], cpu(), chosen);
+  prepared.reorders[1]->execute(stream, from, to);
+  stream.wait();
+  return static_cast<const float*>(chosen);
+}
+
 }  // namespace
 
 bool convolve(ConvPass pass, const ConvProblem& p, const float* a, const float* b, float* out) {
@@ -259,11 +275,17 @@ bool convolve(ConvPass pass, const ConvProblem& p, const float* a, const float* 
   const Prepared& rest = *last;
   const auto prepared_of = [&](int64_t block) -> const Prepared& { return block == blocks - 1 ? rest : whole; };
   if (pass != ConvPass::kWeightGrad) {
+    // The weights, which every block reads, are reordered once (twice
+    // where the last block's primitive takes another layout).
+    const float* whole_weights = weights_for(whole, b, 4);
+    const float* rest_weights = &rest == &whole || rest.chosen[1] == whole.chosen[1] ? whole_weights
+                                                                                      : weights_for(rest, b, 5);
     const int64_t a_sample = pass == ConvPass::kForward ? x_sample : y_sample;
     const int64_t out_sample = pass == ConvPass::kForward ? y_sample : x_sample;
     device::run_blocks(blocks, [&](int64_t block) {
       const int64_t first = block * per_block;
-      run_block(prepared_of(block), a + first * a_sample, b, out + first * out_sample);
+      const float* weights = block == blocks - 1 ? rest_weights : whole_weights;
+      run_block(prepared_of(block), a + first * a_sample, weights, out + first * out_sample, weights != b);
     });
     return true;
   }
@@ -273,7 +295,7 @@ bool convolve(ConvPass pass, const ConvProblem& p, const float* a, const float* 
   device::run_blocks(blocks, [&](int64_t block) {
     const int64_t first = block * per_block;
     float* target = block == 0 ? out : partials.data() + (block - 1) * size;
-    run_block(prepared_of(block), a + first * x_sample, b + first * y_sample, target);
+    run_block(prepared_of(block), a + first * x_sample, b + first * y_sample, target, false);
   });
   for (int64_t block = 1; block < blocks; ++block) {
     const float* partial = partials.data() + (block - 1) * size;
