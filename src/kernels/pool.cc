@@ -205,6 +205,26 @@ void max_pool_plane_by_columns(const MaxGeometry& g, const T* in, T* out, T* col
   }
 }
 
+// A disjoint 2 x 2 window's maximum and which of its four elements (row-
+// major) is the first to hold it: exactly one take is set. std::max keeps
+// its first argument on a tie; the takes are computed without selects,
+// which GCC turns into branches that random data mispredicts.
+template <typename T>
+struct FirstOfFour {
+  T best;
+  bool take_a, take_b, take_c, take_d;
+};
+
+template <typename T>
+inline FirstOfFour<T> first_of_four(T a, T b, T c, T d) {
+  const T best = std::max(std::max(a, b), std::max(c, d));
+  const bool take_a = a == best;
+  const bool take_b = !take_a & (b == best);
+  const bool take_c = !take_a & !take_b & (c == best);
+  const bool take_d = !take_a & !take_b & !take_c;
+  return {best, take_a, take_b, take_c, take_d};
+}
+
 // The values and indices of 2 x 2 windows of stride 2, each inside the
 // plane: a window's four elements at once, its first maximum picked without
 // a branch on the data; a window with a NaN takes window_max.
@@ -224,15 +244,9 @@ void max_pool_pairs_with_indices(const MaxGeometry& g, const T* in, T* out, int6
         indices[at] = e.index;
         continue;
       }
-      // std::max keeps its first argument on a tie: the first maximum. The
-      // offset in integer arithmetic: GCC branches on selects.
-      const T best = std::max(std::max(a, b), std::max(c, d));
-      const bool take_a = a == best;
-      const bool take_b = !take_a & (b == best);
-      const bool take_c = !take_a & !take_b & (c == best);
-      const bool take_d = !take_a & !take_b & !take_c;
-      const int64_t offset = int64_t{take_b} + int64_t{take_c} * width + int64_t{take_d} * (width + 1);
-      out[at] = best;
+      const FirstOfFour<T> first = first_of_four(a, b, c, d);
+      const int64_t offset = int64_t{first.take_b} + int64_t{first.take_c} * width + int64_t{first.take_d} * (width + 1);
+      out[at] = first.best;
       indices[at] = 2 * oh * width + 2 * ow + offset;
     }
   }
@@ -318,15 +332,11 @@ void max_pool_backward_pairs(const MaxGeometry& g, const T* grad, const T* in, T
                                  g.cols[static_cast<size_t>(ow)]);
         continue;
       }
-      const T best = std::max(std::max(a, b), std::max(c, d));
-      const bool take_a = a == best;
-      const bool take_b = !take_a & (b == best);
-      const bool take_c = !take_a & !take_b & (c == best);
-      const bool take_d = !take_a & !take_b & !take_c;
-      grad_top[2 * ow] = share_if(take_a, shares[ow]);
-      grad_top[2 * ow + 1] = share_if(take_b, shares[ow]);
-      grad_bottom[2 * ow] = share_if(take_c, shares[ow]);
-      grad_bottom[2 * ow + 1] = share_if(take_d, shares[ow]);
+      const FirstOfFour<T> first = first_of_four(a, b, c, d);
+      grad_top[2 * ow] = share_if(first.take_a, shares[ow]);
+      grad_top[2 * ow + 1] = share_if(first.take_b, shares[ow]);
+      grad_bottom[2 * ow] = share_if(first.take_c, shares[ow]);
+      grad_bottom[2 * ow + 1] = share_if(first.take_d, shares[ow]);
     }
   }
 }
