@@ -14,6 +14,11 @@
 #   strict yama ptrace scope by itself but not seccomp, and then fails with
 #   "Read -1, expected N, errno = 1". An OMPI_MCA_btl_vader_single_copy_mechanism
 #   already set in the environment is left as it is.
+# - hwloc's GL component off (HWLOC_COMPONENTS=-gl, unless already set):
+#   mpirun and every rank probe X displays with it, and a display's TCP
+#   fallback looks up "localhost". In a root without /etc/hosts (a fresh
+#   debootstrap root) that lookup goes to DNS, and MPI_Init waited 5.3 s
+#   when a query was lost; ordo has no use for GPU topology.
 # The rest of the arguments go to mpirun unchanged.
 set -euo pipefail
 
@@ -46,6 +51,7 @@ if ! command -v mpirun >/dev/null; then
   echo "scripts/mpirun.sh: no mpirun (apt-get install libopenmpi-dev openmpi-bin)" >&2
   exit 127
 fi
+export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--gl}"
 options=(--oversubscribe --bind-to none)
 [ "$(id -u)" -eq 0 ] && options+=(--allow-run-as-root)
 if [ -z "${OMPI_MCA_btl_vader_single_copy_mechanism:-}" ] && ! cma_usable; then
