@@ -1,10 +1,11 @@
 // What the vectorized reductions (kernels/reduce.cc) keep of an in-order
 // fold, wherever the lanes, chunks and blocks cut a row: max and min give
 // the first NaN (its bits) and the first of +0 and -0, argmax the first
-// maximum or NaN; and every result is bitwise the same with one kernel
-// thread or two.
+// maximum or NaN; sums add in the documented order; and every result is
+// bitwise the same with one kernel thread or two.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -81,6 +82,47 @@ TEST_F(ReduceOrderTest, MaxAndMinKeepTheFirstZeroAndArgmaxTheFirstTie) {
       for (int64_t i = 0; i < n; ++i) ties[static_cast<size_t>(i)] = (i >= n / 4 && (i - n / 4) % 11 == 0) ? 9 : i % 5;
       EXPECT_EQ(value_of(argmax(to_tensor(HostArray{{n}, ties}, dtype))), static_cast<double>(n / 4)) << n;
     }
+  }
+}
+
+// A whole-row sum in the order reduce.cc documents: chunks of 4096, each
+// dealt to 32 lanes of Lane (element i to lane i % 32) that meet in a tree
+// (j with j + 16, then + 8, ...), a chunk under 32 in index order in
+// double; the chunks' results add in double, rounded once to Out.
+template <typename Lane, typename Out>
+double documented_sum(const Values& values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  double total = 0;
+  for (int64_t begin = 0; begin < n; begin += 4096) {
+    const int64_t length = std::min<int64_t>(4096, n - begin);
+    double chunk = 0;
+    if (length < 32) {
+      for (int64_t i = 0; i < length; ++i) chunk += static_cast<double>(static_cast<Out>(values[begin + i]));
+    } else {
+      Lane lanes[32] = {};
+      for (int64_t i = 0; i < length; ++i) lanes[i % 32] += static_cast<Lane>(static_cast<Out>(values[begin + i]));
+      for (int width = 16; width >= 1; width /= 2) {
+        for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+      }
+      chunk = static_cast<double>(lanes[0]);
+    }
+    total += chunk;
+  }
+  return static_cast<double>(static_cast<Out>(total));
+}
+
+TEST_F(ReduceOrderTest, FloatSumsAddTheirLanesInTheirOwnTypeAndTheChunksInDouble) {
+  for (int64_t n : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{4096}, int64_t{4127}, int64_t{70001}}) {
+    // Magnitudes from 1e-3 to 1e5 and both signs: most orders round differently.
+    Values values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = std::sin(static_cast<double>(i)) * std::pow(10.0, i % 9 - 3);
+    const HostArray x{{n}, values};
+    EXPECT_EQ(std::bit_cast<uint64_t>(value_of(sum(to_tensor(x, DType::kFloat32)))),
+              std::bit_cast<uint64_t>(documented_sum<float, float>(values)))
+        << "float32, n " << n;
+    EXPECT_EQ(std::bit_cast<uint64_t>(value_of(sum(to_tensor(x, DType::kFloat64)))),
+              std::bit_cast<uint64_t>(documented_sum<double, double>(values)))
+        << "float64, n " << n;
   }
 }
 

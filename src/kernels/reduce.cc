@@ -18,11 +18,12 @@
 // kChunksPerBlock chunks, ranges of its chunks whose results are kept and
 // folded in chunk order afterwards.
 //
-// Sums of floats add in double and round once at the end; integer sums
-// wrap in uint64 (like numpy, never UB). Max and min propagate NaN and keep
-// the first NaN, and of +0 and -0 the first one (an in-order fold's
-// result); argmax is the first position of the maximum, or of the first
-// NaN (numpy's).
+// Sums of floats add each chunk in lanes (float32 lanes for float32, as
+// torch and numpy do; double for float64), the chunks in double, and round
+// once at the end; integer sums wrap in uint64 (like numpy, never UB). Max
+// and min propagate NaN and keep the first NaN, and of +0 and -0 the first
+// one (an in-order fold's result); argmax is the first position of the
+// maximum, or of the first NaN (numpy's).
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -150,7 +151,7 @@ void reduce_into(const KernelArgs& args, std::span<const int64_t> axes, typename
 }
 
 // Integer sums wrap in uint64 (like numpy, and never UB); floating sums
-// accumulate in double and round once at the end.
+// gather their chunks in double and round once at the end.
 template <typename Out>
 using SumSlot = std::conditional_t<std::is_floating_point_v<Out>, double, uint64_t>;
 
