@@ -1,4 +1,4 @@
-"""ordo's kernels against numpy (and PyTorch, for information), one device.
+"""ordo's kernels against numpy and PyTorch, one device.
 
     PYTHONPATH=python /usr/bin/python3 bench/kernel_bench.py [--threads 1,2] [--repeats 21] [filter]
 
@@ -9,11 +9,22 @@ with OPENBLAS_NUM_THREADS=N, torch with set_num_threads(N). numpy's
 elementwise functions and reductions use one thread whatever N is: the
 figure says so.
 
-torch runs in a child of its own, first: loaded beside ordo it slows
-ordo's kernels (measured: ordo's argmax over 4M floats on one thread took
-1.73 ms with torch in the process and 0.93 ms without, numpy's 1.16 and
-0.87), and it is information, not a target. ordo and numpy share the
-other child: the machine's noise hits both alike there.
+torch runs in a child of its own beside ordo's: at two threads its OpenMP
+team and ordo's workers share the two cores (measured: ordo's sum over 4M
+floats at two threads took 0.98-1.18 ms with torch's calls between its
+own and 0.48-0.51 without). The two children stay up and take each case
+in turn, torch's first, so that the two figures of a row are seconds
+apart (the VM's speed moves 2-3x within an hour). The torch child repeats
+the other's pattern: torch on a copy of the inputs, in turn with numpy on
+the arrays, so both children hold the same bytes and each library finds
+the caches as the other does (torch alone on 16 MB kept them in L3 and
+took 0.36 ms for the sum against 1.04-1.27 beside another 16 MB). numpy's
+figure from each child is printed: it shows how far the machine moved
+between the two, and the torch* column takes that move out (torch's
+ratio times numpy's beside ordo over numpy's beside torch); a torch
+target is judged on it. (One 1-thread run at 01:20: max over 4M floats,
+ordo 1.304 ms and torch 0.883, numpy 1.417 beside ordo and 0.902 beside
+torch: 0.68x as timed, 1.06x with the move out.)
 
 A case (bench/kernel_cases/*.py, each module's CASES) gives the inputs and
 one callable per library; every library gets the same inputs. ordo and
@@ -23,7 +34,8 @@ it (inputs are device data beforehand), so its figure includes tracing and
 the cache-hit compile: a case whose op is cheap chains `inner` ops in one
 call on every library. The ratio is numpy's time over ordo's (above 1:
 ordo is faster), or torch's for a case numpy has no form of (convolutions:
-`reference="torch"`); the target is a minimum ratio."""
+`reference="torch"`); the target is a minimum ratio. A case with a
+`torch_target` also has torch's time over ordo's as a target."""
 
 import argparse
 import dataclasses
@@ -51,6 +63,7 @@ class Case:
     target: Optional[float] = None  # minimum reference_time / ordo_time
     numpy_threads_follow: bool = False  # numpy uses N threads (BLAS) rather than one
     reference: str = "numpy"  # the library of the ratio: "numpy" or "torch"
+    torch_target: Optional[float] = None  # minimum torch_time / ordo_time, when numpy is the reference
 
     def __post_init__(self):
         if self.numpy is None:
@@ -103,19 +116,23 @@ def measure_ordo_and_numpy(case, repeats):
     return median_call_seconds(runs, repeats)
 
 
-def measure_torch(case, threads, repeats):
+def measure_torch_and_numpy(case, threads, repeats):
     import torch
 
     torch.set_num_threads(threads)
-    tensors = [torch.from_numpy(a) for a in inputs_of(case)]
-    return median_call_seconds({"torch": lambda: case.torch(*tensors)}, repeats)["torch"]
+    arrays = inputs_of(case)
+    tensors = [torch.tensor(a) for a in arrays]  # copies, as ordo.tensor makes
+    runs = {"torch": lambda: case.torch(*tensors)}
+    if case.numpy is not None:
+        runs["numpy"] = lambda: case.numpy(*arrays)
+    return median_call_seconds(runs, repeats)
 
 
 def machine_limits(threads, repeats):
-    """This machine's limits at `threads` (what the figures compare with):
-    memcpy's bandwidth on one thread (bytes read + written per second,
-    64 MiB: past every cache) and the best float32 GFLOP/s of OpenBLAS's
-    sgemm at 2048 (through numpy)."""
+    """This machine's limits at `threads` (what the figures compare with),
+    as a line: memcpy's bandwidth on one thread (bytes read + written per
+    second, 64 MiB: past every cache) and the best float32 GFLOP/s of
+    OpenBLAS's sgemm at 2048 (through numpy)."""
     import numpy as np
 
     source = np.ones(16 * 1024 * 1024, dtype=np.float32)
@@ -125,70 +142,124 @@ def machine_limits(threads, repeats):
                                 max(3, repeats // 3))
     copy_gbs = 2 * source.nbytes / times["copy"] / 1e9
     gflops = 2 * 2048 ** 3 / times["sgemm"] / 1e9
-    print(f"-- {threads} thread(s): memcpy {copy_gbs:.1f} GB/s (one thread, read + write), "
-          f"sgemm 2048 {gflops:.0f} GFLOP/s (OpenBLAS, {threads} thread(s))", flush=True)
+    return (f"-- {threads} thread(s): memcpy {copy_gbs:.1f} GB/s (one thread, read + write), "
+            f"sgemm 2048 {gflops:.0f} GFLOP/s (OpenBLAS, {threads} thread(s))")
 
 
 def selected_cases(pattern):
     return [case for case in all_cases() if not pattern or pattern in case.name]
 
 
-def torch_child(threads, repeats, pattern):
-    """Prints {case name: torch's median seconds} as JSON: {} without torch."""
+def serve(threads, repeats, library):
+    """A child: reads requests on stdin, one a line, and answers each with
+    a JSON line: "ready" once its library is loaded ({}), "limits" (the
+    machine's, as a line of text), or a case's name (its median seconds;
+    {} for a case it has no form of, or without torch)."""
+    cases = {case.name: case for case in all_cases()}
     try:
-        import torch  # noqa: F401
+        if library == "torch":
+            import torch  # noqa: F401
+        else:
+            import ordo  # noqa: F401
     except ImportError:
-        print("{}")
-        return
-    times = {case.name: measure_torch(case, threads, repeats)
-             for case in selected_cases(pattern) if case.torch is not None}
-    print(json.dumps(times))
+        library = None
+    for line in sys.stdin:
+        request = line.rstrip("\n")
+        if request == "ready":
+            answer = {}
+        elif request == "limits":
+            answer = {"limits": machine_limits(threads, repeats)}
+        elif library == "ordo":
+            answer = measure_ordo_and_numpy(cases[request], repeats)
+        elif library == "torch" and cases[request].torch is not None:
+            answer = measure_torch_and_numpy(cases[request], threads, repeats)
+        else:
+            answer = {}
+        print(json.dumps(answer), flush=True)
 
 
-def child(threads, repeats, pattern, torch_times):
-    machine_limits(threads, repeats)
-    for case in selected_cases(pattern):
-        times = measure_ordo_and_numpy(case, repeats)
-        if case.reference == "torch":
-            times["torch"] = torch_times.get(case.name, float("nan"))
-        ratio = times[case.reference] / times["ordo"]
-        target = "" if case.target is None else f">= {case.target:.2f}x"
-        met = "" if case.target is None else ("MET" if ratio >= case.target else "MISSED")
-        numpy_threads = threads if case.numpy_threads_follow else 1
-        torch_text = f"{torch_times[case.name] * 1e3:10.3f}" if case.name in torch_times else f"{'-':>10}"
-        numpy_text = f"{times['numpy'] * 1e3:10.3f}" if "numpy" in times else f"{'-':>10}"
-        print(f"{case.name:<44} {threads:>3} {numpy_threads:>3} {times['ordo'] * 1e3:10.3f} "
-              f"{numpy_text} {torch_text} {ratio:7.2f}x {target:>9} {met}", flush=True)
+class Child:
+    """A serving child process of one library at one thread count."""
+
+    def __init__(self, threads, repeats, library):
+        env = dict(os.environ, ORDO_NUM_DEVICES="1", ORDO_KERNEL_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                   PYTHONPATH=str(ROOT / "python"))
+        command = [sys.executable, __file__, "--serve", library, "--threads", str(threads),
+                   "--repeats", str(repeats)]
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, request):
+        self.process.stdin.write(request + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise SystemExit(f"kernel_bench: a child ended at '{request}' (exit {self.process.wait()})")
+        return json.loads(answer)
+
+    def close(self):
+        self.process.stdin.close()
+        if self.process.wait() != 0:
+            raise SystemExit(f"kernel_bench: a child failed (exit {self.process.returncode})")
+
+
+def judged(ratio, target):
+    """The target and whether the ratio meets it, as two columns."""
+    if target is None:
+        return f"{'':>9} {'':<6}"
+    return f"{f'>= {target:.2f}x':>9} {'MET' if ratio >= target else 'MISSED':<6}"
+
+
+def milliseconds(seconds):
+    return f"{'-':>10}" if seconds is None else f"{seconds * 1e3:10.3f}"
+
+
+def torch_ratios(times, beside_torch):
+    """torch's time over ordo's as timed, and as timed with numpy's moves
+    taken out: numpy ran the same call beside each of them, so the ratio of
+    its two times is how far the machine moved between the two children."""
+    torch_ratio = beside_torch.get("torch", float("nan")) / times["ordo"]
+    if "numpy" in times and "numpy" in beside_torch:
+        return torch_ratio, torch_ratio * times["numpy"] / beside_torch["numpy"]
+    return torch_ratio, torch_ratio
+
+
+def print_row(case, threads, times, beside_torch):
+    ratio = times["numpy"] / times["ordo"] if case.reference == "numpy" else torch_ratios(times, beside_torch)[0]
+    torch_ratio, steadied = torch_ratios(times, beside_torch)
+    numpy_threads = threads if case.numpy_threads_follow else 1
+    print(f"{case.name:<44} {threads:>3} {numpy_threads:>3} {milliseconds(times['ordo'])} "
+          f"{milliseconds(times.get('numpy'))} {milliseconds(beside_torch.get('numpy'))} "
+          f"{milliseconds(beside_torch.get('torch'))} {ratio:7.2f}x {judged(ratio, case.target)} "
+          f"{torch_ratio:6.2f}x {steadied:7.2f}x {judged(steadied, case.torch_target)}", flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     parser.add_argument("--repeats", type=int, default=21)
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--torch-child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--torch-times", default="{}", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=("ordo", "torch"), help=argparse.SUPPRESS)
     parser.add_argument("filter", nargs="?", default="", help="only cases whose name contains this")
     args = parser.parse_args()
-    if args.child is not None:
-        if args.torch_child:
-            torch_child(args.child, args.repeats, args.filter)
-        else:
-            child(args.child, args.repeats, args.filter, json.loads(args.torch_times))
+    if args.serve:
+        serve(int(args.threads), args.repeats, args.serve)
         return
-    print(f"{'case':<44} {'thr':>3} {'np':>3} {'ordo ms':>10} {'numpy ms':>10} {'torch ms':>10} "
-          f"{'ratio':>8} {'target':>9}")
+    print(f"{'case':<44} {'thr':>3} {'np':>3} {'ordo ms':>10} {'numpy ms':>10} {'numpy ms':>10} {'torch ms':>10} "
+          f"{'ratio':>8} {'target':>9} {'':<6} {'torch':>7} {'torch*':>8} {'target':>9}")
     print("(thr: ordo's and torch's threads and OpenBLAS's; np: the threads numpy used; "
           "ratio: numpy ms / ordo ms, or torch ms / ordo ms where numpy has no form (conv);\n"
-          " torch timed in a process of its own)")
+          " torch: torch ms / ordo ms, torch timed in a process of its own, in turn with numpy (the second numpy ms);\n"
+          " torch*: the same times numpy's two ms, the machine's move between the processes taken out)",
+          flush=True)
     for threads in (int(t) for t in args.threads.split(",")):
-        env = dict(os.environ, ORDO_NUM_DEVICES="1", ORDO_KERNEL_THREADS=str(threads),
-                   OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-                   PYTHONPATH=str(ROOT / "python"))
-        command = [sys.executable, __file__, "--child", str(threads), "--repeats", str(args.repeats), args.filter]
-        torch_times = subprocess.run(command + ["--torch-child"], env=env, check=True,
-                                     stdout=subprocess.PIPE, text=True).stdout
-        subprocess.run(command + ["--torch-times", torch_times], env=env, check=True)
+        torch_child, ordo_child = Child(threads, args.repeats, "torch"), Child(threads, args.repeats, "ordo")
+        torch_child.ask("ready")
+        print(ordo_child.ask("limits")["limits"], flush=True)
+        for case in selected_cases(args.filter):
+            beside_torch = torch_child.ask(case.name)
+            print_row(case, threads, ordo_child.ask(case.name), beside_torch)
+        torch_child.close()
+        ordo_child.close()
 
 
 if __name__ == "__main__":
