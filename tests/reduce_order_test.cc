@@ -115,7 +115,10 @@ TEST_F(ReduceOrderTest, FloatSumsAddTheirLanesInTheirOwnTypeAndTheChunksInDouble
   for (int64_t n : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{4096}, int64_t{4127}, int64_t{70001}}) {
     // Magnitudes from 1e-3 to 1e5 and both signs: most orders round differently.
     Values values(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = std::sin(static_cast<double>(i)) * std::pow(10.0, i % 9 - 3);
+    for (int64_t i = 0; i < n; ++i) {
+      const double power = static_cast<double>(i % 9 - 3);
+      values[static_cast<size_t>(i)] = std::sin(static_cast<double>(i)) * std::pow(10.0, power);
+    }
     const HostArray x{{n}, values};
     EXPECT_EQ(std::bit_cast<uint64_t>(value_of(sum(to_tensor(x, DType::kFloat32)))),
               std::bit_cast<uint64_t>(documented_sum<float, float>(values)))

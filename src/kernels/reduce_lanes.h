@@ -47,7 +47,8 @@ template <typename T, typename Combine>
 
 // One 256-bit register of T (AVX2's width: GCC lowers wider vectors of
 // comparisons element by element on that level). The max, min and argmax
-// loops keep two of them, so 16 lanes of 4-byte and 8 of 8-byte types.
+// loops keep kVecs of them, so 32 lanes of 4-byte and 16 of 8-byte types;
+// the float sums kLanes / kVecWidth.
 template <typename T>
 using Vec [[gnu::vector_size(32)]] = T;
 template <typename T>
