@@ -85,6 +85,27 @@ TEST_F(ReduceOrderTest, MaxAndMinKeepTheFirstZeroAndArgmaxTheFirstTie) {
   }
 }
 
+// Both infinities (and sums that overflow) without a NaN: what a NaN
+// probe of the max's lanes also sees, which must not read as a NaN.
+TEST_F(ReduceOrderTest, MaxAndMinOfBothInfinitiesAreInfinities) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int64_t n : kLengths) {
+      if (n < 2) continue;
+      // Sums of these overflow to +inf, then meet -inf: NaN.
+      const double big = dtype == DType::kFloat32 ? 3e38 : 1.7e308;
+      Values values(static_cast<size_t>(n), big);
+      values[static_cast<size_t>(n / 3)] = kInf;
+      values[static_cast<size_t>(n / 2)] = -kInf;
+      const Tensor x = to_tensor(HostArray{{n}, values}, dtype);
+      const std::string what = std::string(dtype_name(dtype)) + " n " + std::to_string(n);
+      EXPECT_EQ(value_of(max(x)), kInf) << what;
+      EXPECT_EQ(value_of(min(x)), -kInf) << what;
+      EXPECT_EQ(value_of(argmax(x)), static_cast<double>(n / 3)) << what;
+    }
+  }
+}
+
 // A whole-row sum in the order reduce.cc documents: chunks of 4096, each
 // dealt to 32 lanes of Lane (element i to lane i % 32) that meet in a tree
 // (j with j + 16, then + 8, ...), a chunk under 32 in index order in

@@ -151,6 +151,31 @@ template <typename V>
   return any != 0;
 }
 
+// The index of the first element of x[0, n) that is `value` (equal to it,
+// or NaN if it is NaN); n if none.
+template <typename T>
+[[gnu::always_inline]] inline int64_t first_match_of(const T* x, int64_t n, T value) {
+  const bool nan = is_nan(value);
+  auto matches = [&](T v) { return nan ? v != v : v == value; };
+  int64_t i = 0;
+  if constexpr (!std::is_same_v<T, bool>) {
+    constexpr int kWidth = kVecWidth<T>;
+    for (; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
+      Vec<SameWidthInt<T>> found = {};
+      for (int k = 0; k < kVecs; ++k) {
+        Vec<T> v;
+        load(v, x + i + k * kWidth);
+        found |= nan ? v != v : v == value;
+      }
+      if (any_set(found)) break;
+    }
+  }
+  for (; i < n; ++i) {
+    if (matches(x[i])) return i;
+  }
+  return n;
+}
+
 // The max or min of v's lanes, none of them NaN; of equal values any one.
 // Lanes of 4 and 8 bytes meet by halves in registers (a shuffle puts lane
 // j + half beside lane j), where folding them one by one went through
@@ -186,8 +211,13 @@ template <typename Better, typename T>
     if (n >= kVecs * kWidth) {
       // The loops over the vectors unroll before GCC turns arrays into
       // registers: otherwise every chunk zeroed and copied them on the stack.
+      // A NaN fails every comparison, so the lanes drop it; the probes,
+      // sums of the same elements, keep it (one addition an element where a
+      // test for NaN took two: a fifth of the max's time over rows of 1024
+      // floats). A probe is also NaN after +inf and -inf, so a NaN probe
+      // sends the chunk to first_match for a NaN it really holds.
       Vec<T> lanes[kVecs];
-      Vec<SameWidthInt<T>> nan[kVecs] = {};
+      Vec<T> probes[kVecs] = {};
 #pragma GCC unroll 4
       for (int k = 0; k < kVecs; ++k) load(lanes[k], x + k * kWidth);
       for (i = kVecs * kWidth; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
@@ -196,15 +226,18 @@ template <typename Better, typename T>
           Vec<T> v;
           load(v, x + i + k * kWidth);
           keep_better<Better>(lanes[k], v);
-          if constexpr (std::is_floating_point_v<T>) nan[k] |= v != v;
+          if constexpr (std::is_floating_point_v<T>) probes[k] += v;
         }
       }
-      // The vectors meet in a tree, then the lanes in index order.
+      if constexpr (std::is_floating_point_v<T>) {
+        Vec<SameWidthInt<T>> nan = {};
 #pragma GCC unroll 4
-      for (int k = 0; k < kVecs; ++k) {
-        if constexpr (std::is_floating_point_v<T>) nan[0] |= nan[k] | (lanes[k] != lanes[k]);
+        for (int k = 0; k < kVecs; ++k) nan |= (probes[k] != probes[k]) | (lanes[k] != lanes[k]);
+        if (any_set(nan) && first_match_of(x, n, std::numeric_limits<T>::quiet_NaN()) < n) {
+          return std::numeric_limits<T>::quiet_NaN();
+        }
       }
-      if (any_set(nan[0])) return std::numeric_limits<T>::quiet_NaN();
+      // The vectors meet in a tree, then the lanes by halves.
 #pragma GCC unroll 4
       for (int width = kVecs / 2; width >= 1; width /= 2) {
 #pragma GCC unroll 4
@@ -220,31 +253,6 @@ template <typename Better, typename T>
 template <typename Better, typename T>
 ORDO_SIMD_CLONES T extreme_chunk(const T* x, int64_t n) {
   return extreme_of<Better>(x, n);
-}
-
-// The index of the first element of x[0, n) that is `value` (equal to it,
-// or NaN if it is NaN); n if none.
-template <typename T>
-[[gnu::always_inline]] inline int64_t first_match_of(const T* x, int64_t n, T value) {
-  const bool nan = is_nan(value);
-  auto matches = [&](T v) { return nan ? v != v : v == value; };
-  int64_t i = 0;
-  if constexpr (!std::is_same_v<T, bool>) {
-    constexpr int kWidth = kVecWidth<T>;
-    for (; i + kVecs * kWidth <= n; i += kVecs * kWidth) {
-      Vec<SameWidthInt<T>> found = {};
-      for (int k = 0; k < kVecs; ++k) {
-        Vec<T> v;
-        load(v, x + i + k * kWidth);
-        found |= nan ? v != v : v == value;
-      }
-      if (any_set(found)) break;
-    }
-  }
-  for (; i < n; ++i) {
-    if (matches(x[i])) return i;
-  }
-  return n;
 }
 
 template <typename T>
