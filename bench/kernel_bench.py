@@ -154,15 +154,14 @@ def serve(threads, repeats, library):
     """A child: reads requests on stdin, one a line, and answers each with
     a JSON line: "ready" once its library is loaded ({}), "limits" (the
     machine's, as a line of text), or a case's name (its median seconds;
-    {} for a case it has no form of, or without torch)."""
+    {} for a case it has no form of, or without torch). ordo's child loads
+    ordo at its first case."""
     cases = {case.name: case for case in all_cases()}
-    try:
-        if library == "torch":
-            import torch  # noqa: F401
-        else:
-            import ordo  # noqa: F401
-    except ImportError:
-        library = None
+    if library == "torch":
+        try:
+            importlib.import_module("torch")
+        except ImportError:
+            library = None
     for line in sys.stdin:
         request = line.rstrip("\n")
         if request == "ready":
@@ -225,8 +224,8 @@ def torch_ratios(times, beside_torch):
 
 
 def print_row(case, threads, times, beside_torch):
-    ratio = times["numpy"] / times["ordo"] if case.reference == "numpy" else torch_ratios(times, beside_torch)[0]
     torch_ratio, steadied = torch_ratios(times, beside_torch)
+    ratio = times["numpy"] / times["ordo"] if case.reference == "numpy" else torch_ratio
     numpy_threads = threads if case.numpy_threads_follow else 1
     print(f"{case.name:<44} {threads:>3} {numpy_threads:>3} {milliseconds(times['ordo'])} "
           f"{milliseconds(times.get('numpy'))} {milliseconds(beside_torch.get('numpy'))} "
