@@ -245,7 +245,8 @@ void max_pool_pairs_with_indices(const MaxGeometry& g, const T* in, T* out, int6
         continue;
       }
       const FirstOfFour<T> first = first_of_four(a, b, c, d);
-      const int64_t offset = int64_t{first.take_b} + int64_t{first.take_c} * width + int64_t{first.take_d} * (width + 1);
+      const int64_t offset =
+          int64_t{first.take_b} + int64_t{first.take_c} * width + int64_t{first.take_d} * (width + 1);
       out[at] = first.best;
       indices[at] = 2 * oh * width + 2 * ow + offset;
     }
