@@ -48,7 +48,9 @@ Tensor from_raw_bits(const py::array& bits, const py::object& dtype, int device)
 // "unsupported operand type(s)" naming both types.
 template <Tensor (*Op)(const Tensor&, const Tensor&, Caller), bool kReflected, ScalarRule kRule>
 py::object apply(const char* what, const Tensor& self, py::handle other) {
-  if constexpr (Op == &pow && !kReflected) check_integer_exponent(self, other);
+  // Not `if constexpr`: GCC 12 with -fsanitize=undefined holds the comparison
+  // of two functions' addresses to be no constant expression.
+  if (Op == &pow && !kReflected) check_integer_exponent(self, other);
   std::optional<Tensor> that = operand_for(what, other, self, kRule);
   if (!that) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   return py::cast(kReflected ? Op(*that, self, kPythonCaller) : Op(self, *that, kPythonCaller));

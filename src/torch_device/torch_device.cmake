@@ -12,7 +12,7 @@ if(ORDO_TORCH_INCLUDE_DIR AND ORDO_TORCH_CPU_LIBRARY AND ORDO_C10_LIBRARY AND OR
   pybind11_add_module(ordo_torch ${ORDO_TORCH_SOURCES})
   set_target_properties(ordo_torch PROPERTIES
     OUTPUT_NAME _torch
-    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python/ordo
+    LIBRARY_OUTPUT_DIRECTORY ${ORDO_PYTHON_PACKAGE_DIR}
     INSTALL_RPATH "$ORIGIN" BUILD_RPATH "$ORIGIN")
   target_include_directories(ordo_torch PRIVATE src)
   target_include_directories(ordo_torch SYSTEM PRIVATE ${ORDO_TORCH_INCLUDE_DIR})

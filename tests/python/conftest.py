@@ -7,10 +7,11 @@ collective timeouts and token edges. Multi-device tests take the `world`
 fixture instead, which runs them on 1, 2, 4 and 8 devices."""
 
 import sys
-from pathlib import Path
 
-# `import ordo` from the source tree: python/ is two levels above this file.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+# `import ordo` from the source tree, or from the build PYTHONPATH names.
+from package_dir import PYTHON_DIR
+
+sys.path.insert(0, PYTHON_DIR)
 
 import pytest  # noqa: E402
 

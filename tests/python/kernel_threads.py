@@ -4,9 +4,8 @@ count is read when the runtime starts, so each count gets a fresh process."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from package_dir import PYTHON_DIR
 
 
 def digests_with_kernel_threads(script, counts=("1", "2")):
@@ -14,7 +13,7 @@ def digests_with_kernel_threads(script, counts=("1", "2")):
     digests = []
     for threads in counts:
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                                env=dict(os.environ, ORDO_KERNEL_THREADS=threads, PYTHONPATH=str(ROOT / "python")))
+                                env=dict(os.environ, ORDO_KERNEL_THREADS=threads, PYTHONPATH=PYTHON_DIR))
         assert result.returncode == 0, result.stderr
         digests.append(result.stdout.strip())
     return digests

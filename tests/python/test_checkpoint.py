@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import ordo
+from package_dir import PYTHON_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+ENV = dict(os.environ, PYTHONPATH=PYTHON_DIR)
 
 
 def state_of_every_kind():

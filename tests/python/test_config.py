@@ -10,9 +10,8 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from package_dir import PYTHON_DIR
 
 # (variable, value, the whole message); tests/config_test.cc has the rest.
 BAD_VALUES = [

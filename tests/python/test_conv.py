@@ -8,7 +8,6 @@ and Conv2d in a training step that compiles once."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ import torch
 
 import ordo
 import ordo.nn.functional as F
+from package_dir import PYTHON_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # (name, x shape, w shape, keyword arguments, bias)
 CASES_2D = [
@@ -169,7 +168,7 @@ print(digest.hexdigest())
 def test_results_have_the_same_bits_whatever_the_kernel_thread_count():
     digests = []
     for threads in ("1", "2"):
-        env = dict(os.environ, ORDO_NUM_DEVICES="1", ORDO_KERNEL_THREADS=threads, PYTHONPATH=str(ROOT / "python"))
+        env = dict(os.environ, ORDO_NUM_DEVICES="1", ORDO_KERNEL_THREADS=threads, PYTHONPATH=PYTHON_DIR)
         result = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], capture_output=True, text=True, timeout=120,
                                 env=env)
         assert result.returncode == 0, result.stderr

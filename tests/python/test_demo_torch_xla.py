@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from package_dir import PYTHON_DIR
 
 pytest.importorskip("ordo.torch_xla")
 
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_torch_xla_demo_matches_everything():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "ORDO_"))}
-    env["PYTHONPATH"] = str(ROOT / "python")
+    env["PYTHONPATH"] = PYTHON_DIR
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "train_digits_torch_xla.py")], env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

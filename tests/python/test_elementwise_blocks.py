@@ -8,14 +8,13 @@ over odd, empty, 1-wide and blocked shapes, with broadcast operands."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ordo
+from package_dir import PYTHON_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = r"""
 import hashlib, numpy as np, ordo
@@ -40,7 +39,7 @@ print(digest.hexdigest())
 
 def digest_with(threads):
     env = dict(os.environ, ORDO_NUM_DEVICES="1", ORDO_KERNEL_THREADS=str(threads),
-               PYTHONPATH=str(ROOT / "python"))
+               PYTHONPATH=PYTHON_DIR)
     result = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()

@@ -24,6 +24,7 @@ from fuzz.driver import run_programs
 from fuzz.generate import generate
 from fuzz.program import Instr, Program, listing
 from fuzz.run import FuzzFailure, check
+from package_dir import PYTHON_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 # Sized to take well under a minute on a loaded 2-core machine.
@@ -45,7 +46,7 @@ def test_random_programs_agree_with_numpy_and_with_each_other():
     seed = int(os.environ.get("ORDO_FUZZ_SEED", 0))
     # In a process of its own: a crash or a hang fails this test, not the suite.
     result = subprocess.run([sys.executable, str(ROOT / "tests" / "python" / "fuzz"), "--programs", str(programs),
-                             "--seed", str(seed)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                             "--seed", str(seed)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=PYTHON_DIR),
                             capture_output=True, text=True, timeout=120 + programs * 0.1)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"checked {programs} programs" in result.stdout

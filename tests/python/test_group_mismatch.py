@@ -21,6 +21,7 @@ import pytest
 import ordo
 from cases import params
 import spmd
+from package_dir import PYTHON_DIR
 
 C = ordo._C
 HERE = Path(__file__).resolve().parent
@@ -56,7 +57,7 @@ def outcome_record(outcome):
 def run_case(name):
     """Each device's outcome of CASES[name] in a fresh interpreter, and how
     long the spawn took: ("ok", result) or (error class, message)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parents[1] / "python"), str(HERE)]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PYTHON_DIR, str(HERE)]))
     done = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])

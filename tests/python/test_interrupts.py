@@ -15,11 +15,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from package_dir import PYTHON_DIR
 CONFIG_VARIABLES = ("ORDO_NUM_DEVICES", "ORDO_COLLECTIVE_TIMEOUT_SECONDS", "ORDO_COLLECTIVE_WARN_SECONDS")
 CHILD_TIME_LIMIT = 60  # seconds; a child that takes longer hangs
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import ordo
+from package_dir import PYTHON_DIR
 
 HERE = Path(__file__).resolve().parent
 FILE = Path(__file__).name
@@ -75,7 +76,7 @@ CASES = {
 
 
 def run_case(name, ir_debug):
-    env = dict(os.environ, PYTHONPATH=str(HERE.parents[1] / "python"))
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     env.pop("ORDO_IR_DEBUG", None)
     if ir_debug:
         env["ORDO_IR_DEBUG"] = "1"

@@ -5,14 +5,13 @@ within the bound, and 0 makes mark_step synchronous."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ordo
+from package_dir import PYTHON_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -52,7 +51,7 @@ def test_the_bound_is_a_whole_number_of_steps(bound):
         bound(-1)
     with pytest.raises(TypeError):
         bound(1.5)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), ORDO_MAX_STEPS_AHEAD="x")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, ORDO_MAX_STEPS_AHEAD="x")
     result = subprocess.run([sys.executable, "-c", "import ordo; ordo.ones([1]); ordo.mark_step()"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and "ORDO_MAX_STEPS_AHEAD" in result.stderr

@@ -7,14 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ordo
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from package_dir import PYTHON_DIR
 CONFIG_VARIABLES = ("ORDO_NUM_DEVICES", "ORDO_COLLECTIVE_TIMEOUT_SECONDS", "ORDO_COLLECTIVE_WARN_SECONDS",
                     "ORDO_CPU_BIND", "ORDO_KERNEL_THREADS")
 

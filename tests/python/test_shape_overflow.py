@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from package_dir import PYTHON_DIR
 
 PRELUDE = """
 import json

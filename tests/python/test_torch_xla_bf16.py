@@ -5,7 +5,6 @@ CPU (issue 37)."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +13,8 @@ torch = pytest.importorskip("torch")
 xla = pytest.importorskip("ordo.torch_xla")
 
 import ordo.torch_xla.core.xla_model as xm  # noqa: E402
+from package_dir import PYTHON_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def rounding_step(reference, dtype):
@@ -62,7 +61,7 @@ def test_elementwise_and_linear_within_one_rounding_of_float32(dtype):
 
 
 def run_with_bf16(script):
-    env = dict(os.environ, XLA_USE_BF16="1", PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, XLA_USE_BF16="1", PYTHONPATH=PYTHON_DIR)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout

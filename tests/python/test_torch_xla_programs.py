@@ -23,6 +23,7 @@ pytest.importorskip("ordo.torch_xla")
 import ordo.torch_xla.core.xla_model as xm  # noqa: E402
 import ordo.torch_xla.debug.metrics as met  # noqa: E402
 import ordo.torch_xla.test.test_utils as test_utils  # noqa: E402
+from package_dir import PYTHON_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "torch_xla_programs"
@@ -32,7 +33,7 @@ TIME_LIMIT_SECONDS = 120
 
 def run(program, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "ORDO_"))}
-    env.update(PYTHONPATH=str(ROOT / "python"), ORDO_NUM_DEVICES=str(DEVICES))
+    env.update(PYTHONPATH=PYTHON_DIR, ORDO_NUM_DEVICES=str(DEVICES))
     return subprocess.run(["/usr/bin/python3", str(PROGRAMS / program), *args], env=env, capture_output=True,
                           text=True, timeout=TIME_LIMIT_SECONDS)
 

@@ -14,7 +14,7 @@ import pytest
 
 import ordo
 
-PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
+from package_dir import PYTHON_DIR
 STEPS = 3
 LATE_DEVICE = 2
 LATE_SECONDS = 0.3  # far beyond a loaded machine's skew between devices
