@@ -1,9 +1,13 @@
 // Lazy semantics, graph cuts, the compile cache, schedules and failures.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <thread>
 
+#include "executor/compile_cache.h"
 #include "executor/compiler.h"
 #include "ir/post_order.h"
 #include "lazy/tensor_impl.h"
@@ -162,6 +166,42 @@ TEST_F(ExecutorTest, CompileCacheIsBounded) {
   EXPECT_EQ(stats.entries, 2);
   EXPECT_EQ(stats.capacity, 2);
   EXPECT_THROW(reset_compile_cache(0), InvalidArgument);
+}
+
+// Two threads that reach one graph at once: the second waits for the
+// first's plan (4 devices tracing one step compile it once).
+TEST(CompileCacheTest, AThreadReachingAGraphBeingCompiledWaitsForItsPlan) {
+  executor::CompileCache cache(4);
+  ASSERT_EQ(cache.find(7), nullptr);  // this thread compiles graph 7
+  std::atomic<bool> found{false};
+  std::shared_ptr<const executor::ExecutionPlan> waited;
+  std::thread peer([&] {
+    waited = cache.find(7);
+    found = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(found.load());  // still waiting: no second compile
+  auto plan = std::make_shared<const executor::ExecutionPlan>();
+  cache.insert(7, plan);
+  peer.join();
+  EXPECT_EQ(waited, plan);
+  const CompileCacheStats stats = cache.stats();
+  EXPECT_EQ(stats.misses, 1);
+  EXPECT_EQ(stats.hits, 1);
+}
+
+TEST(CompileCacheTest, ACompileThatFailedFallsToAWaitingThread) {
+  executor::CompileCache cache(4);
+  ASSERT_EQ(cache.find(7), nullptr);
+  std::shared_ptr<const executor::ExecutionPlan> waited = std::make_shared<const executor::ExecutionPlan>();
+  std::thread peer([&] { waited = cache.find(7); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  cache.abandon(7);  // this thread's compile threw
+  peer.join();
+  EXPECT_EQ(waited, nullptr);  // the peer compiles it now
+  cache.insert(7, std::make_shared<const executor::ExecutionPlan>());
+  EXPECT_NE(cache.find(7), nullptr);
+  EXPECT_EQ(cache.stats().misses, 2);
 }
 
 // A graph with many independent branches that meet at the end.

@@ -8,10 +8,12 @@
 namespace ordo::executor {
 
 std::shared_ptr<const ExecutionPlan> CompileCache::find(uint64_t key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  compiled_.wait(lock, [&] { return compiling_.count(key) == 0; });
   auto it = index_.find(key);
   if (it == index_.end()) {
     ++misses_;
+    compiling_.insert(key);
     return nullptr;
   }
   ++hits_;
@@ -20,14 +22,27 @@ std::shared_ptr<const ExecutionPlan> CompileCache::find(uint64_t key) {
 }
 
 void CompileCache::insert(uint64_t key, std::shared_ptr<const ExecutionPlan> plan) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (index_.count(key) != 0) return;  // another device compiled it meanwhile
-  recency_.emplace_front(key, std::move(plan));
-  index_[key] = recency_.begin();
-  while (static_cast<int64_t>(recency_.size()) > capacity_) {
-    index_.erase(recency_.back().first);
-    recency_.pop_back();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    compiling_.erase(key);
+    if (index_.count(key) == 0) {
+      recency_.emplace_front(key, std::move(plan));
+      index_[key] = recency_.begin();
+      while (static_cast<int64_t>(recency_.size()) > capacity_) {
+        index_.erase(recency_.back().first);
+        recency_.pop_back();
+      }
+    }
   }
+  compiled_.notify_all();
+}
+
+void CompileCache::abandon(uint64_t key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    compiling_.erase(key);
+  }
+  compiled_.notify_all();
 }
 
 CompileCacheStats CompileCache::stats() {
@@ -51,7 +66,7 @@ CompileCache& compile_cache() {
     // into.
     runtime::register_fork_handlers();
     pthread_atfork([] { compile_cache().lock_for_fork(); }, [] { compile_cache().unlock_after_fork(); },
-                   [] { compile_cache().unlock_after_fork(); });
+                   [] { compile_cache().unlock_in_child(); });
     return new CompileCache(1024);  // outlives every worker
   }();
   return *cache;

@@ -43,11 +43,18 @@ std::shared_ptr<const ExecutionPlan> find_or_compile(const ir::PostOrder& graph,
     return plan;
   }
   metrics::add(metrics::Counter::kUncachedCompile, device.index());
-  show_compiled_graph(graph, device, global_ordinal);
-  metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device.index());
-  trace_events::ScopedEvent traced("compile", "compile", device.index(), global_ordinal.value(),
-                                   trace_events::Lane::kHost, graph.hash);
-  plan = compile(graph, options);
+  // Devices that reach this graph meanwhile wait for its plan; if the
+  // compile throws, one of them compiles it instead.
+  try {
+    show_compiled_graph(graph, device, global_ordinal);
+    metrics::ScopedTimer timer(metrics::Metric::kCompileTime, device.index());
+    trace_events::ScopedEvent traced("compile", "compile", device.index(), global_ordinal.value(),
+                                     trace_events::Lane::kHost, graph.hash);
+    plan = compile(graph, options);
+  } catch (...) {
+    cache.abandon(key);
+    throw;
+  }
   cache.insert(key, plan);
   return plan;
 }
