@@ -153,6 +153,80 @@ ordo::Tensor spliced(const ordo::Tensor& base, const ordo::Tensor& part, int64_t
   return pieces.size() == 1 ? pieces[0] : ordo::concat(pieces, dim);
 }
 
+// as_strided's elements: the offsets into self's elements (row-major, as
+// every xla value is dense) of the view's elements in its own order, or
+// nothing when they are one run (contiguous strides): a slice.
+struct Strided {
+  Shape size;
+  int64_t first = 0;
+  std::optional<std::vector<int64_t>> offsets;
+};
+
+Strided strided_of(const at::Tensor& self, c10::SymIntArrayRef size_, c10::SymIntArrayRef stride_,
+                   c10::optional<c10::SymInt> storage_offset, const char* op) {
+  Strided s{ints_of(size_), storage_offset.has_value() ? storage_offset->expect_int() : 0, std::nullopt};
+  const Shape stride = ints_of(stride_);
+  TORCH_CHECK(stride.size() == s.size.size(), op, ": mismatch in length of strides and shape");
+  TORCH_CHECK(s.first >= 0, op, ": negative storage offset ", s.first);
+  int64_t last = s.first, contiguous = 1;
+  bool dense = true;
+  for (size_t d = s.size.size(); d-- > 0;) {
+    TORCH_CHECK(s.size[d] >= 0 && stride[d] >= 0, op, ": negative size or stride: size ", c10::IntArrayRef(s.size),
+                ", stride ", c10::IntArrayRef(stride));
+    if (s.size[d] == 0) return s;  // no elements
+    last += (s.size[d] - 1) * stride[d];
+    dense = dense && (s.size[d] == 1 || stride[d] == contiguous);
+    contiguous *= s.size[d];
+  }
+  TORCH_CHECK(last < self.numel(), op, ": size ", c10::IntArrayRef(s.size), ", stride ", c10::IntArrayRef(stride),
+              " and offset ", s.first, " reach element ", last, " of a tensor of ", self.numel(), " elements");
+  if (dense) return s;
+  std::vector<int64_t> offsets(shape_numel(s.size));
+  std::vector<int64_t> at(s.size.size(), 0);
+  for (int64_t& offset : offsets) {
+    offset = s.first;
+    for (size_t d = 0; d < at.size(); ++d) offset += at[d] * stride[d];
+    for (size_t d = at.size(); d-- > 0 && ++at[d] == s.size[d];) at[d] = 0;
+  }
+  s.offsets = std::move(offsets);
+  return s;
+}
+
+ordo::Tensor flat(const ordo::Tensor& x) { return ordo::reshape(x, {x.numel()}); }
+
+// DDP's buckets are as_strided views of one flat tensor.
+at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                      c10::optional<c10::SymInt> storage_offset) {
+  const Strided s = strided_of(self, size, stride, storage_offset, "as_strided");
+  const ordo::Tensor all = flat(value_of(self, "as_strided"));
+  const int64_t count = shape_numel(s.size);
+  if (count == 0) return make_xla(ordo::reshape(ordo::slice(all, 0, 0, 0), s.size));
+  if (!s.offsets) return make_xla(ordo::reshape(ordo::slice(all, 0, s.first, s.first + count), s.size));
+  const ordo::Tensor index = ordo::from_vector<int64_t>(*s.offsets, {count}, all.device());
+  return make_xla(ordo::reshape(ordo::index_select(all, 0, index), s.size));
+}
+
+// Writing through an as_strided view: self with src at the view's
+// elements (where they overlap, the last of src's elements in its order).
+at::Tensor as_strided_scatter(const at::Tensor& self, const at::Tensor& src, c10::SymIntArrayRef size,
+                              c10::SymIntArrayRef stride, c10::optional<c10::SymInt> storage_offset) {
+  const Strided s = strided_of(self, size, stride, storage_offset, "as_strided_scatter");
+  TORCH_CHECK(src.sizes() == c10::IntArrayRef(s.size), "as_strided_scatter: src has shape ", src.sizes(),
+              ", the view ", c10::IntArrayRef(s.size));
+  const ordo::Tensor& base = value_of(self, "as_strided_scatter");
+  const ordo::Tensor all = flat(base);
+  const ordo::Tensor part = flat(value_of(src, "as_strided_scatter"));
+  const int64_t count = shape_numel(s.size);
+  if (count == 0) return make_xla(base);
+  if (!s.offsets) return make_xla(ordo::reshape(spliced(all, part, 0, s.first, s.first + count), base.shape()));
+  std::vector<int64_t> source(all.numel());
+  for (int64_t i = 0; i < all.numel(); ++i) source[i] = i;
+  for (int64_t k = 0; k < count; ++k) source[(*s.offsets)[k]] = all.numel() + k;
+  const ordo::Tensor both = ordo::concat({all, cast_to(part, all.dtype())}, 0);
+  const ordo::Tensor index = ordo::from_vector<int64_t>(source, {all.numel()}, all.device());
+  return make_xla(ordo::reshape(ordo::index_select(both, 0, index), base.shape()));
+}
+
 at::Tensor slice_scatter(const at::Tensor& self, const at::Tensor& src, int64_t dim,
                          c10::optional<c10::SymInt> start, c10::optional<c10::SymInt> end, c10::SymInt step) {
   Range r = range_of(self, dim, start, end, step, "slice_scatter");
@@ -327,6 +401,8 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("squeeze_copy.dim", TORCH_FN(squeeze_dim));
   m.impl("unsqueeze_copy", TORCH_FN(unsqueeze));
   m.impl("slice_scatter", TORCH_FN(slice_scatter));
+  m.impl("as_strided_copy", TORCH_FN(as_strided));
+  m.impl("as_strided_scatter", TORCH_FN(as_strided_scatter));
   m.impl("select_scatter", TORCH_FN(select_scatter));
   m.impl("cat", TORCH_FN(cat));
   m.impl("stack", TORCH_FN(stack));
@@ -339,6 +415,7 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   // *_copy's new value; without these, torch would fall back to as_strided
   // on the host.
   m.impl("view", TORCH_FN(view));
+  m.impl("as_strided", TORCH_FN(as_strided));
   m.impl("unsqueeze", TORCH_FN(unsqueeze));
   m.impl("squeeze", TORCH_FN(squeeze));
   m.impl("squeeze.dim", TORCH_FN(squeeze_dim));

@@ -37,6 +37,10 @@ void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
 using ErrorTranslator = void (*)(std::exception_ptr error);
 void set_error_translator(ErrorTranslator translator);
 
+// Replaces functionalization's copy_ with one that also takes an xla
+// source into a CPU tensor (aten_transfers.cc); the module calls it once.
+void register_functionalize_copy();
+
 // A CPU tensor's contents as a lazy value on the device (a device-data leaf).
 ordo::Tensor upload(const at::Tensor& cpu, int device);
 // The value read back as a dense CPU tensor of its dtype.

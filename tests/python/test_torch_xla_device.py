@@ -275,3 +275,52 @@ def test_copy_between_two_xla_devices_goes_through_the_host():
     assert target.device == torch.device("xla", 0) and target.dtype == torch.float64
     assert target.cpu().tolist() == [0.0, 1.0, 2.0]
     assert source.to("xla:0").device == torch.device("xla", 0)
+
+
+def test_a_cpu_tensor_takes_an_xla_tensors_values_with_copy_():
+    d = xm.xla_device()
+    source = torch.arange(6.0).reshape(2, 3)
+    into = torch.zeros(2, 3, dtype=torch.float64)
+    into.copy_(source.to(d) * 2)  # through functionalization's copy_
+    assert into.tolist() == (source * 2).tolist()
+    rows = torch.zeros(4, 3)
+    rows[1:3].copy_(source.to(d))  # into a CPU view, which keeps its base
+    assert rows.tolist() == [[0.0] * 3, *source.tolist(), [0.0] * 3]
+    wide = torch.zeros(2, 2, 3)
+    wide.copy_(source.to(d))  # broadcast
+    assert wide.tolist() == [source.tolist()] * 2
+    with pytest.raises(RuntimeError, match="must match"):
+        torch.zeros(4).copy_(source.to(d))
+    assert into.tolist() == (source * 2).tolist()  # a refused copy changed nothing
+    a = torch.ones(3, device=d, requires_grad=True)
+    out = torch.zeros(3)
+    out.copy_(a * 3)
+    out.sum().backward()
+    assert a.grad.cpu().tolist() == [3.0] * 3
+
+
+@pytest.mark.parametrize("size, stride, offset", [
+    ((2, 3), (3, 1), 2),      # one run: a slice
+    ((3, 3), (1, 1), 0),      # overlapping windows
+    ((2, 2), (1, 4), 1),      # a transposed block
+    ((3,), (0,), 5),          # one element, repeated
+])
+def test_as_strided_views_read_and_write_as_on_the_cpu(size, stride, offset):
+    d = xm.xla_device()
+    base_cpu = torch.arange(12.0)
+    base = base_cpu.to(d)
+    torch.testing.assert_close(base.as_strided(size, stride, offset).cpu(), base_cpu.as_strided(size, stride, offset))
+    offsets = _offsets(size, stride, offset)
+    if len(set(offsets)) == len(offsets):
+        for t in (base_cpu, base):  # a write through a view without overlap reaches the base
+            t.as_strided(size, stride, offset).mul_(-1)
+        torch.testing.assert_close(base.cpu(), base_cpu)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        base.as_strided((4,), (4,), 0)
+
+
+def _offsets(size, stride, offset):
+    offsets = [offset]
+    for s, st in zip(size, stride):
+        offsets = [o + i * st for o in offsets for i in range(s)]
+    return offsets
