@@ -202,7 +202,7 @@ if(ORDO_BUILD_PYTHON)
     set(program_run -np 2 -x ORDO_NUM_DEVICES=2 -x PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/python
       ${Python3_EXECUTABLE})
     foreach(name all_gather reduce_scatter all_to_all collective_permute replication mesh_reduce distributed_mm
-                 rendezvous)
+                 rendezvous torch_distributed)
       ordo_add_torch_xla_program_test(NAME ${name} CHECKS --expect 1 "${name} ok"
         ARGS ${program_run} ${programs}/mp_${name}.py)
     endforeach()

@@ -45,7 +45,7 @@ def run_to_success(program, *args):
 
 
 @pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_to_all", "collective_permute", "replication",
-                                  "mesh_reduce", "distributed_mm"])
+                                  "mesh_reduce", "distributed_mm", "torch_distributed"])
 def test_a_collective_program_passes_its_checks(name):
     assert run_to_success(f"mp_{name}.py").splitlines() == [f"{name} ok"]
 
