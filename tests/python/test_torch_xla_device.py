@@ -317,6 +317,13 @@ def test_as_strided_views_read_and_write_as_on_the_cpu(size, stride, offset):
         torch.testing.assert_close(base.cpu(), base_cpu)
     with pytest.raises(RuntimeError, match="out of bounds"):
         base.as_strided((4,), (4,), 0)
+    weights = torch.arange(1.0, 1.0 + torch.Size(size).numel()).reshape(size)
+    grads = []
+    for t in (torch.arange(12.0), torch.arange(12.0).to(d)):  # overlapping elements add up
+        t.requires_grad_(True)
+        (t.as_strided(size, stride, offset) * weights.to(t.device)).sum().backward()
+        grads.append(t.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])
 
 
 def _offsets(size, stride, offset):
