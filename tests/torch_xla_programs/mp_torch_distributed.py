@@ -7,6 +7,7 @@ trained on the CPU over the whole batch."""
 
 import copy
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -51,6 +52,25 @@ def collectives(index, device, world):
     output = torch.zeros(4).to(device)
     dist.reduce_scatter(output, inputs)
     check(index, 'reduce_scatter', output, torch.full((4,), float(sum(i + index for i in range(world)))))
+
+    pair = [torch.full((2,), float(index)).to(device), torch.ones(3).to(device)]
+    warnings.filterwarnings('ignore', message='.*all_reduce_coalesced will be deprecated')
+    dist.all_reduce_coalesced(pair)
+    check(index, 'all_reduce_coalesced', torch.cat([t.cpu() for t in pair]),
+          torch.tensor([float(sum(range(world)))] * 2 + [float(world)] * 3))
+
+    whole = torch.zeros(world * 2).to(device)
+    dist.all_gather_into_tensor(whole, torch.tensor([index, 10.0 * index]).to(device))
+    check(index, 'all_gather_into_tensor', whole, torch.tensor([v for r in range(world) for v in (r, 10.0 * r)]))
+
+    part = torch.zeros(2).to(device)
+    dist.reduce_scatter_tensor(part, torch.arange(2.0 * world).to(device))
+    check(index, 'reduce_scatter_tensor', part, torch.tensor([2.0 * index, 2.0 * index + 1]) * world)
+
+    sent = torch.tensor([100.0 * index + r for r in range(world)]).to(device)
+    received = torch.zeros(world).to(device)
+    dist.all_to_all_single(received, sent)
+    check(index, 'all_to_all_single', received, torch.tensor([100.0 * r + index for r in range(world)]))
 
     dist.barrier()
 
