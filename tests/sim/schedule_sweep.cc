@@ -118,9 +118,18 @@ void run_step(Communicator& job, const Plan& plan, size_t s, int d, Outcome& out
   const std::vector<int> group = members(plan, step, d);
   if (step.kind == StepKind::kExchange) {
     const std::vector<std::string> got = job.exchange({GlobalOrdinal(d), "sweep", {}, payload(d, s, step)});
+    if (got.size() != static_cast<size_t>(plan.world())) {
+      outcome.wrong = "exchange step " + std::to_string(s) + ": " + std::to_string(got.size()) + " payloads";
+      return;
+    }
     for (int q = 0; q < plan.world(); ++q) {
-      if (got.size() != static_cast<size_t>(plan.world()) || got[static_cast<size_t>(q)] != payload(q, s, step)) {
-        outcome.wrong = "exchange step " + std::to_string(s) + ": payload of device " + std::to_string(q);
+      const std::string& mine = got[static_cast<size_t>(q)];
+      if (mine != payload(q, s, step)) {
+        // What came, for the replay: its length and its start.
+        outcome.wrong = "exchange step " + std::to_string(s) + ": payload of device " + std::to_string(q) +
+                        " is " + std::to_string(mine.size()) + " bytes \"" + mine.substr(0, 16) + "\", want " +
+                        std::to_string(payload(q, s, step).size()) + " bytes \"" +
+                        payload(q, s, step).substr(0, 16) + "\"";
         return;
       }
     }
