@@ -266,6 +266,13 @@ uint64_t SimNetwork::draw_delay_locked() {
 
 void SimNetwork::send_locked(int from, int to, int tag, std::string bytes, Requests* into) {
   ORDO_CHECK(to >= 0 && to < process_count() && to != from, ": a simulated send to process ", to);
+  // Another thread of the process may have died between this thread's
+  // enter() and here. Its death cut what the process had sent on each tag;
+  // a message sent after the cut would come without those before it (a
+  // body taken for an earlier note's), which no real death does.
+  if (processes_[static_cast<size_t>(from)]->dead) {
+    throw_error<CollectiveError>(process_name(from), " is dead (a simulated death)");
+  }
   ++sends_;
   Place& target = *processes_[static_cast<size_t>(to)];
   Message m{from, tag, std::move(bytes), 0, 0};
