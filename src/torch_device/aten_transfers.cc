@@ -147,8 +147,9 @@ at::Tensor& zero_inplace(at::Tensor& self) { return fill_inplace(self, 0); }
 // functional destination, checked on meta tensors first as an in-place op).
 at::Tensor& functionalize_copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   namespace functional = at::functionalization::impl;
-  if (functional::isFunctionalTensor(src)) functional::sync(src);
-  const at::Tensor src_value = functional::isFunctionalTensor(src) ? functional::from_functional_tensor(src) : src;
+  const bool functional_src = functional::isFunctionalTensor(src);
+  if (functional_src) functional::sync(src);
+  const at::Tensor src_value = functional_src ? functional::from_functional_tensor(src) : src;
   if (!functional::isFunctionalTensor(self)) {
     at::AutoDispatchSkipFunctionalize below;
     return at::_ops::copy_::call(self, src_value, non_blocking);
