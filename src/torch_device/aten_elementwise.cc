@@ -1,6 +1,7 @@
 // Elementwise ops: torch's type promotion (at::result_type), then ordo's op
 // on operands of that dtype.
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
@@ -19,16 +20,27 @@ struct Pair {
   DType dtype;
 };
 
-Pair promoted(const at::Tensor& self, const at::Tensor& other, const char* op) {
-  const int device = device_of({&self, &other}, op);
-  const DType dtype = dtype_of(at::result_type(self, other));
-  return {operand(self, dtype, device, op), operand(other, dtype, device, op), dtype};
+// at::result_type, without its trip through the dispatcher in the cases
+// that decide themselves: operands of one dtype, or a floating tensor and
+// a real number.
+at::ScalarType promoted_type(const at::Tensor& self, const at::Tensor& other) {
+  return self.scalar_type() == other.scalar_type() ? self.scalar_type() : at::result_type(self, other);
+}
+at::ScalarType promoted_type(const at::Tensor& self, const at::Scalar& other) {
+  return at::isFloatingType(self.scalar_type()) && !other.isComplex() ? self.scalar_type()
+                                                                       : at::result_type(self, other);
 }
 
-Pair promoted(const at::Tensor& self, const at::Scalar& other, const char* op) {
-  const int device = device_of({&self}, op);
-  const DType dtype = dtype_of(at::result_type(self, other));
-  return {operand(self, dtype, device, op), constant(other, dtype, device), dtype};
+template <typename Other>
+Pair promoted(const at::Tensor& self, const Other& other, const char* op) {
+  const DType dtype = dtype_of(promoted_type(self, other));
+  if constexpr (std::is_same_v<Other, at::Tensor>) {
+    const int device = device_of({&self, &other}, op);
+    return {operand(self, dtype, device, op), operand(other, dtype, device, op), dtype};
+  } else {
+    const int device = device_of({&self}, op);
+    return {operand(self, dtype, device, op), constant(other, dtype, device), dtype};
+  }
 }
 
 DType floating(DType dtype) { return is_floating(dtype) ? dtype : DType::kFloat32; }
@@ -48,16 +60,19 @@ ordo::Tensor scaled(const ordo::Tensor& value, const at::Scalar& alpha) {
 template <typename Other>
 at::Tensor add(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "add");
+  at::native::alpha_check(scalar_type_of(p.dtype), alpha);
   return make_xla(ordo::add(p.a, scaled(p.b, alpha)));
 }
 template <typename Other>
 at::Tensor sub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "sub");
+  at::native::alpha_check(scalar_type_of(p.dtype), alpha);
   return make_xla(ordo::sub(p.a, scaled(p.b, alpha)));
 }
 template <typename Other>
 at::Tensor rsub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "rsub");
+  at::native::alpha_check(scalar_type_of(p.dtype), alpha);
   return make_xla(ordo::sub(p.b, scaled(p.a, alpha)));
 }
 template <typename Other>
@@ -149,6 +164,9 @@ at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tenso
 }
 at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
   const int device = device_of({&self, &t1, &t2}, "addcdiv");
+  TORCH_CHECK(!at::isIntegralType(t1.scalar_type(), true) || !at::isIntegralType(t2.scalar_type(), true),
+              "addcdiv: tensor1 and tensor2 are both integers; torch refuses integer division here "
+              "(use tensor1 / tensor2 with the rounding_mode you mean, or floating tensors)");
   const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
   ordo::Tensor quotient = ordo::div(operand(t1, dtype, device, "addcdiv"), operand(t2, dtype, device, "addcdiv"));
   return make_xla(ordo::add(operand(self, dtype, device, "addcdiv"), scaled(quotient, value)));

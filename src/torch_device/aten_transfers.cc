@@ -2,7 +2,6 @@
 // value. The kernels that no functional tensor reaches wrap their results
 // (bridge.h: wrap).
 #include <ATen/FunctionalTensorWrapper.h>
-#include <ATen/ops/copy.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
@@ -138,56 +137,7 @@ at::Tensor& fill_tensor_inplace(at::Tensor& self, const at::Tensor& value) {
 }
 at::Tensor& zero_inplace(at::Tensor& self) { return fill_inplace(self, 0); }
 
-// copy_ under functionalization. Torch's own kernel refuses a plain
-// destination with a functional source (an internal assert): the CPU tensor
-// in `cpu_tensor.copy_(xla_tensor)`, which users write and DDP's check of
-// the parameters runs. That case takes the source's value below
-// functionalization, where the CPU's copy_ hands it to _copy_from above;
-// the others do what torch's kernel does (the functional `copy` for a
-// functional destination, checked on meta tensors first as an in-place op).
-at::Tensor& functionalize_copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
-  namespace functional = at::functionalization::impl;
-  const bool functional_src = functional::isFunctionalTensor(src);
-  if (functional_src) functional::sync(src);
-  const at::Tensor src_value = functional_src ? functional::from_functional_tensor(src) : src;
-  if (!functional::isFunctionalTensor(self)) {
-    at::AutoDispatchSkipFunctionalize below;
-    return at::_ops::copy_::call(self, src_value, non_blocking);
-  }
-  {
-    at::AutoDispatchSkipFunctionalize below;
-    auto meta = [](const at::Tensor& t) {
-      return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::DeviceType::Meta));
-    };
-    at::Tensor self_meta = meta(self);
-    at::_ops::copy_::call(self_meta, meta(src), non_blocking);
-  }
-  functional::sync(self);
-  at::Tensor result;
-  {
-    at::AutoDispatchSkipFunctionalize below;
-    result = at::_ops::copy::call(functional::from_functional_tensor(self), src_value, non_blocking);
-  }
-  functional::replace_(self, result);
-  functional::commit_update(self);
-  functional::sync(self);
-  return self;
-}
-
-// The dispatcher warns of any kernel that replaces another; this one is
-// meant to.
-struct Silent final : c10::WarningHandler {
-  void process(const c10::SourceLocation&, const std::string&, bool) override {}
-};
-
 }  // namespace
-
-void register_functionalize_copy() {
-  static Silent silent;
-  c10::Warning::WarningHandlerGuard quiet(&silent);
-  static torch::Library library(torch::Library::IMPL, "aten", c10::DispatchKey::Functionalize, __FILE__, __LINE__);
-  library.impl("copy_", TORCH_FN(functionalize_copy_));
-}
 
 TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("empty.memory_format", TORCH_FN(empty));

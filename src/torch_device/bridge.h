@@ -37,9 +37,9 @@ void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
 using ErrorTranslator = void (*)(std::exception_ptr error);
 void set_error_translator(ErrorTranslator translator);
 
-// Replaces functionalization's copy_ with one that also takes an xla
-// source into a CPU tensor (aten_transfers.cc); the module calls it once.
-void register_functionalize_copy();
+// ordo's Functionalize kernels for copy_ and the in-place arithmetic of
+// training (functionalize.cc); the module calls it once.
+void register_functionalize_kernels();
 
 // A CPU tensor's contents as a lazy value on the device (a device-data leaf).
 ordo::Tensor upload(const at::Tensor& cpu, int device);

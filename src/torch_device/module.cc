@@ -41,7 +41,7 @@ int index_of(const c10::Device& device) { return device_index_of(device); }
 PYBIND11_MODULE(_torch, m) {
   m.doc() = "ordo as the runtime of PyTorch's xla device";
   set_error_translator(&raise_as_python);
-  register_functionalize_copy();
+  register_functionalize_kernels();
   // XLA_USE_BF16 is read here, once, as torch_xla reads it when it starts.
   m.def("use_bf16", &use_bf16, "Whether XLA_USE_BF16 holds float32 tensors as bfloat16.");
   use_bf16();

@@ -180,6 +180,76 @@ def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():
     assert p.cpu().tolist() == [0.0, 0.0, 0.0]
 
 
+IN_PLACE_UPDATES = {  # ordo's own Functionalize kernels (functionalize.cc)
+    "add_": lambda t, o: t.add_(o, alpha=2),
+    "add_ scalar": lambda t, o: t.add_(1.5),
+    "sub_": lambda t, o: t.sub_(o[0], alpha=0.5),
+    "sub_ scalar": lambda t, o: t.sub_(2),
+    "mul_": lambda t, o: t.mul_(o),
+    "mul_ scalar": lambda t, o: t.mul_(-3),
+    "div_": lambda t, o: t.div_(o + 10),
+    "div_ scalar": lambda t, o: t.div_(4),
+    "addcmul_": lambda t, o: t.addcmul_(o, o, value=0.25),
+    "addcdiv_": lambda t, o: t.addcdiv_(o, o + 10, value=-2),
+    "a float64 operand": lambda t, o: t.add_(o.double()),
+    "an int operand": lambda t, o: t.mul_(o.long()),
+}
+
+
+@pytest.mark.parametrize("update", IN_PLACE_UPDATES.values(), ids=IN_PLACE_UPDATES.keys())
+def test_in_place_updates_write_their_tensor_and_its_views_as_on_the_cpu(update):
+    d = xm.xla_device()
+    base_cpu, other_cpu = torch.arange(12.0).reshape(3, 4), torch.linspace(-1, 1, 4)
+    results = []
+    for device in ("cpu", d):
+        base, other = base_cpu.to(device, copy=True), other_cpu.to(device)
+        row, column = base[1], base[:, 2]
+        assert update(base, other) is base
+        update(row, other)  # through a view: the base and the other view see it
+        results.append([base.cpu(), row.cpu(), column.cpu()])
+    for got, expected in zip(results[1], results[0]):
+        torch.testing.assert_close(got, expected)
+
+
+IN_PLACE_REFUSALS = {
+    "a broadcast that grows the output": lambda d: torch.ones(3, device=d).add_(torch.ones(2, 3, device=d)),
+    "a float result into ints": lambda d: torch.ones(2, dtype=torch.long, device=d).div_(torch.ones(2, device=d)),
+    "a float scalar into ints": lambda d: torch.ones(2, dtype=torch.long, device=d).mul_(0.5),
+    "a float alpha for ints": lambda d: torch.ones(2, dtype=torch.long, device=d).add_(1, alpha=1.5),
+    "integer addcdiv": lambda d: torch.ones(2, device=d).addcdiv_(*[torch.ones(2, dtype=torch.long, device=d)] * 2),
+}
+
+
+@pytest.mark.parametrize("refused", IN_PLACE_REFUSALS.values(), ids=IN_PLACE_REFUSALS.keys())
+def test_an_in_place_update_torch_refuses_is_refused_and_leaves_the_tensor_alone(refused):
+    d = xm.xla_device()
+    with pytest.raises(RuntimeError) as on_cpu:
+        refused("cpu")
+    with pytest.raises(RuntimeError) as on_xla:
+        refused(d)
+    first_words = " ".join(str(on_cpu.value).split()[:2])
+    if "addcdiv" not in str(on_xla.value):  # ordo's own words there
+        assert first_words in str(on_xla.value)
+    kept = torch.ones(3, device=d)
+    with pytest.raises(RuntimeError):
+        kept.add_(torch.ones(2, 3, device=d))
+    assert kept.cpu().tolist() == [1.0] * 3
+
+
+def test_in_place_updates_of_functional_cpu_tensors_still_check_on_meta_tensors():
+    """ordo's kernels replace torch's for every backend: functorch's
+    functionalize on CPU tensors takes torch's path (the meta check)."""
+    from functorch.experimental import functionalize
+
+    def steps(x, y):
+        x.view(-1).add_(y.view(-1), alpha=2)
+        return x.mul_(3).addcmul_(y, y, value=0.5).div_(2.0).sub_(1)
+    x, y = torch.ones(2, 2), torch.arange(4.0).view(2, 2)
+    torch.testing.assert_close(functionalize(steps)(x.clone(), y), steps(x.clone(), y))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        functionalize(lambda a: a.add_(torch.ones(2, 3)))(torch.ones(3))
+
+
 def test_an_op_ordo_does_not_lower_falls_back_and_is_counted():
     met.clear_counters()
     x = torch.arange(6.0)
