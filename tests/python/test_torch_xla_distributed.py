@@ -109,3 +109,23 @@ def test_a_second_spawn_makes_its_world_again():
         assert value.item() == 4.0
     for _ in range(2):  # the first spawn leaves its world up; the second joins it anew
         ordo.spawn(in_world(body), nprocs=4)
+
+
+def test_the_world_ends_with_the_xmp_spawn_that_made_it_even_when_a_replica_fails():
+    import ordo.torch_xla.distributed.xla_multiprocessing as xmp
+
+    def made_and_left(index):  # as torch_xla's programs do: no destroy_process_group
+        dist.init_process_group("xla")
+        dist.all_reduce(torch.ones(1, device=xm.xla_device()))
+    xmp.spawn(made_and_left, nprocs=4)
+    assert not dist.is_initialized()
+
+    def one_fails(index):
+        made_and_left(index)
+        if index == 2:
+            raise KeyError("replica 2")
+    with pytest.raises(KeyError, match="replica 2"):
+        xmp.spawn(one_fails, nprocs=4)
+    assert not dist.is_initialized()
+    xmp.spawn(made_and_left, nprocs=4)  # and the next spawn makes its own
+    assert not dist.is_initialized()

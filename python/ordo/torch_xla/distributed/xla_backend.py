@@ -11,7 +11,9 @@ others join it, and each sees its own rank (its global ordinal). Every
 replica calls new_group in the same order, as torch.distributed asks; the
 k-th call of each returns the same group. No store rendezvous is needed:
 ordo's devices are connected already; init_process_group ends when every
-replica has called it."""
+replica has called it. The world ends when its last replica destroys it,
+or with the xmp.spawn that made it (as with torch_xla's replica
+processes)."""
 
 import threading
 
@@ -21,6 +23,7 @@ from torch._C._distributed_c10d import ProcessGroup
 from torch.distributed import distributed_c10d as c10d
 
 from ..core import xla_model as xm
+from . import xla_multiprocessing as xmp
 
 _REDUCE_TYPES = {
     dist.ReduceOp.SUM: xm.REDUCE_SUM,
@@ -272,6 +275,24 @@ def destroy_process_group(group=None):
     return None
 
 
+def _world_of_a_spawn():
+    """Called as xmp.spawn starts: returns what ends, as the spawn ends, a
+    world its replicas made and did not destroy (torch_xla's replicas are
+    processes, whose world ends when they exit)."""
+    before = c10d.GroupMember.WORLD
+
+    def end():
+        world = c10d.GroupMember.WORLD
+        if isinstance(world, ProcessGroupXla) and world is not before:
+            with _lock:
+                _joined.clear()
+                _groups_made.clear()
+                _calls.clear()
+                _orig_destroy_process_group()
+    return end
+
+
+xmp._replica_scopes.append(_world_of_a_spawn)
 dist.Backend.register_backend("xla", _create_xla_process_group)
 dist.init_process_group = c10d.init_process_group = init_process_group
 dist.new_group = c10d.new_group = new_group

@@ -5,6 +5,12 @@ spawn, and its peers fail promptly instead of waiting."""
 
 import ordo
 
+# torch_xla's replicas are processes, so what they leave (a torch.distributed
+# world, xla_backend.py) ends when they exit. Here they are threads: a module
+# that keeps such state adds a function that, called as a spawn starts,
+# returns what to call when it ends.
+_replica_scopes = []
+
 
 def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
     """Calls fn(ordinal, *args) on a thread per device (nprocs of them, or
@@ -14,12 +20,20 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
 
     nprocs=1 is torch_xla's single-device run: fn(0, *args) on the calling
     thread, in a world of one device (an in-process runtime of more devices
-    is restarted with one), and spawn returns what fn returned."""
+    is restarted with one), and spawn returns what fn returned.
+
+    A torch.distributed world the replicas made ends with the spawn, as it
+    ends with torch_xla's replica processes."""
     del join, daemon, start_method
-    if nprocs == 1:
-        return _run_on_one_device(fn, args)
-    ordo.spawn(fn, args=args, nprocs=nprocs)
-    return None
+    ends = [scope() for scope in _replica_scopes]
+    try:
+        if nprocs == 1:
+            return _run_on_one_device(fn, args)
+        ordo.spawn(fn, args=args, nprocs=nprocs)
+        return None
+    finally:
+        for end in ends:
+            end()
 
 
 def _run_on_one_device(fn, args):
