@@ -1,6 +1,7 @@
 // ordo's own Functionalize kernels for a few in-place ops: copy_, which
-// torch's kernel refuses in a case users write, and the arithmetic updates
-// of training (gradient accumulation, the optimizers), where torch's kernel
+// torch's kernel refuses in a case users write, and the updates of training
+// (zero_grad, gradient accumulation, the optimizers, in-place
+// activations), where torch's kernel
 // checks each op on meta tensors first: about 40% of an add_'s cost on the
 // xla device (BENCHMARKS.md, "#36: in-place ops without the meta check").
 //
@@ -130,6 +131,15 @@ void register_functionalize_kernels() {
   library.impl("div_.Scalar", update<div__Scalar, div_Scalar>);
   library.impl("addcmul_", update<addcmul_, addcmul>);
   library.impl("addcdiv_", update<addcdiv_, addcdiv>);
+  library.impl("zero_", update<zero_, at::_ops::zero>);
+  library.impl("fill_.Scalar", update<fill__Scalar, fill_Scalar>);
+  library.impl("fill_.Tensor", update<fill__Tensor, fill_Tensor>);
+  library.impl("relu_", update<relu_, at::_ops::relu>);
+  library.impl("neg_", update<neg_, at::_ops::neg>);
+  library.impl("sqrt_", update<sqrt_, at::_ops::sqrt>);
+  library.impl("exp_", update<exp_, at::_ops::exp>);
+  library.impl("sigmoid_", update<sigmoid_, at::_ops::sigmoid>);
+  library.impl("tanh_", update<tanh_, at::_ops::tanh>);
 }
 
 }  // namespace ordo::torch_device

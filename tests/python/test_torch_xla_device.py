@@ -193,6 +193,15 @@ IN_PLACE_UPDATES = {  # ordo's own Functionalize kernels (functionalize.cc)
     "addcdiv_": lambda t, o: t.addcdiv_(o, o + 10, value=-2),
     "a float64 operand": lambda t, o: t.add_(o.double()),
     "an int operand": lambda t, o: t.mul_(o.long()),
+    "zero_": lambda t, o: t.zero_(),
+    "fill_": lambda t, o: t.fill_(-2.5),
+    "fill_ from a tensor": lambda t, o: t.fill_(o[1]),
+    "relu_": lambda t, o: t.sub_(5).relu_(),
+    "neg_": lambda t, o: t.neg_(),
+    "sqrt_": lambda t, o: t.sqrt_(),
+    "exp_": lambda t, o: t.div_(8).exp_(),
+    "sigmoid_": lambda t, o: t.sigmoid_(),
+    "tanh_": lambda t, o: t.div_(6).tanh_(),
 }
 
 
@@ -216,6 +225,8 @@ IN_PLACE_REFUSALS = {
     "a float result into ints": lambda d: torch.ones(2, dtype=torch.long, device=d).div_(torch.ones(2, device=d)),
     "a float scalar into ints": lambda d: torch.ones(2, dtype=torch.long, device=d).mul_(0.5),
     "a float alpha for ints": lambda d: torch.ones(2, dtype=torch.long, device=d).add_(1, alpha=1.5),
+    "a float result of a unary op into ints": lambda d: torch.arange(3, device=d).sqrt_(),
+    "fill_ from a tensor of one dimension": lambda d: torch.ones(3, device=d).fill_(torch.ones(1, device=d)),
     "integer addcdiv": lambda d: torch.ones(2, device=d).addcdiv_(*[torch.ones(2, dtype=torch.long, device=d)] * 2),
 }
 
