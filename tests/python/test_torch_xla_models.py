@@ -50,6 +50,27 @@ class TinyTransformer(nn.Module):
         return self.head(self.encoder(self.embedding(tokens)))
 
 
+class ResidualCnn(nn.Module):
+    """torchvision's BasicBlock pattern: in-place ReLUs, and the shortcut
+    added in place to an activation that autograd needs."""
+
+    def __init__(self, width=6):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(inplace=True))
+        self.conv1, self.bn1 = nn.Conv2d(width, width, 3, padding=1), nn.BatchNorm2d(width)
+        self.conv2, self.bn2 = nn.Conv2d(width, width, 3, padding=1), nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        identity = self.stem(x)
+        out = self.relu(self.bn1(self.conv1(identity)))
+        out = self.bn2(self.conv2(out))
+        out += identity
+        out = self.relu(out)
+        return F.log_softmax(self.head(F.adaptive_avg_pool2d(out, 1).flatten(1)), dim=1)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(12, 32), nn.Tanh(), nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 5))
 
@@ -117,6 +138,15 @@ def test_torch_xlas_mnist_cnn_trains_as_on_the_cpu():
     batches = [(torch.randn(8, 1, 28, 28, generator=g), torch.randint(0, 10, (8,), generator=g)) for _ in range(2)]
     runs, cpu_model, xla_model, compiles = train_both(
         MnistCnn, lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.5), batches, F.nll_loss, steps=4)
+    check_same(runs, cpu_model, xla_model)
+    assert compiles[-1] == compiles[-2]
+
+
+def test_a_residual_cnn_with_in_place_activations_trains_as_on_the_cpu():
+    g = torch.Generator().manual_seed(4)
+    batches = [(torch.randn(4, 1, 12, 12, generator=g), torch.randint(0, 10, (4,), generator=g)) for _ in range(2)]
+    runs, cpu_model, xla_model, compiles = train_both(
+        ResidualCnn, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), batches, F.nll_loss, steps=4)
     check_same(runs, cpu_model, xla_model)
     assert compiles[-1] == compiles[-2]
 
