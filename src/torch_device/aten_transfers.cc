@@ -2,8 +2,6 @@
 // value. The kernels that no functional tensor reaches wrap their results
 // (bridge.h: wrap).
 #include <ATen/FunctionalTensorWrapper.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
 #include "torch_device/bridge.h"
