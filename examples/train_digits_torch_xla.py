@@ -128,7 +128,7 @@ def collective_tour(index):
 
 def print_tour(every):
     ok = True
-    xm.master_print("\n3. every collective, each device's result against torch_xla's")
+    xm.master_print("\n2. every collective, each device's result against torch_xla's")
     for row, (name, _, _) in enumerate(every[0]):
         cells = []
         for device, lines in enumerate(every):
@@ -181,7 +181,7 @@ def main():
     results = {}
     xmp.spawn(_mp_fn, args=(model_wrapper, data, results))
     if master:
-        print(f"\ngraphs: {met.counter_value('UncachedCompile')} compiled, {met.counter_value('CachedCompile')} "
+        print(f"\n3. graphs: {met.counter_value('UncachedCompile')} compiled, {met.counter_value('CachedCompile')} "
               "reused from the compile cache (this process)")
         print(short_metrics_report())
     os.makedirs(os.path.dirname(TIMELINE), exist_ok=True)
