@@ -133,22 +133,23 @@ def test_an_mlp_trains_as_on_the_cpu(optimizer):
     assert compiles[-1] == compiles[-2] == compiles[-3]  # a cache hit once the optimizer's state exists
 
 
-def test_torch_xlas_mnist_cnn_trains_as_on_the_cpu():
-    g = torch.Generator().manual_seed(2)
-    batches = [(torch.randn(8, 1, 28, 28, generator=g), torch.randint(0, 10, (8,), generator=g)) for _ in range(2)]
+def check_an_image_classifier_trains_as_on_the_cpu(make_model, seed, batch, side, lr, momentum):
+    """Four SGD steps on random one-channel images of side x side, nll_loss."""
+    g = torch.Generator().manual_seed(seed)
+    batches = [(torch.randn(batch, 1, side, side, generator=g), torch.randint(0, 10, (batch,), generator=g))
+               for _ in range(2)]
     runs, cpu_model, xla_model, compiles = train_both(
-        MnistCnn, lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.5), batches, F.nll_loss, steps=4)
+        make_model, lambda p: torch.optim.SGD(p, lr=lr, momentum=momentum), batches, F.nll_loss, steps=4)
     check_same(runs, cpu_model, xla_model)
     assert compiles[-1] == compiles[-2]
+
+
+def test_torch_xlas_mnist_cnn_trains_as_on_the_cpu():
+    check_an_image_classifier_trains_as_on_the_cpu(MnistCnn, seed=2, batch=8, side=28, lr=0.01, momentum=0.5)
 
 
 def test_a_residual_cnn_with_in_place_activations_trains_as_on_the_cpu():
-    g = torch.Generator().manual_seed(4)
-    batches = [(torch.randn(4, 1, 12, 12, generator=g), torch.randint(0, 10, (4,), generator=g)) for _ in range(2)]
-    runs, cpu_model, xla_model, compiles = train_both(
-        ResidualCnn, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), batches, F.nll_loss, steps=4)
-    check_same(runs, cpu_model, xla_model)
-    assert compiles[-1] == compiles[-2]
+    check_an_image_classifier_trains_as_on_the_cpu(ResidualCnn, seed=4, batch=4, side=12, lr=0.05, momentum=0.9)
 
 
 def test_a_small_transformer_trains_as_on_the_cpu():

@@ -124,12 +124,12 @@ void run_step(Communicator& job, const Plan& plan, size_t s, int d, Outcome& out
     }
     for (int q = 0; q < plan.world(); ++q) {
       const std::string& mine = got[static_cast<size_t>(q)];
-      if (mine != payload(q, s, step)) {
+      const std::string want = payload(q, s, step);
+      if (mine != want) {
         // What came, for the replay: its length and its start.
         outcome.wrong = "exchange step " + std::to_string(s) + ": payload of device " + std::to_string(q) +
                         " is " + std::to_string(mine.size()) + " bytes \"" + mine.substr(0, 16) + "\", want " +
-                        std::to_string(payload(q, s, step).size()) + " bytes \"" +
-                        payload(q, s, step).substr(0, 16) + "\"";
+                        std::to_string(want.size()) + " bytes \"" + want.substr(0, 16) + "\"";
         return;
       }
     }

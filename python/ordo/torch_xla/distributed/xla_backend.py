@@ -269,10 +269,15 @@ def destroy_process_group(group=None):
     with _lock:
         _joined.discard(xm.get_ordinal())
         if not _joined:  # the last replica of the process ends the world
-            _groups_made.clear()
-            _calls.clear()
-            _orig_destroy_process_group()
+            _end_world_locked()
     return None
+
+
+def _end_world_locked():
+    _joined.clear()
+    _groups_made.clear()
+    _calls.clear()
+    _orig_destroy_process_group()
 
 
 def _world_of_a_spawn():
@@ -285,10 +290,7 @@ def _world_of_a_spawn():
         world = c10d.GroupMember.WORLD
         if isinstance(world, ProcessGroupXla) and world is not before:
             with _lock:
-                _joined.clear()
-                _groups_made.clear()
-                _calls.clear()
-                _orig_destroy_process_group()
+                _end_world_locked()
     return end
 
 
