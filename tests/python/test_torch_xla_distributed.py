@@ -4,6 +4,7 @@ them, and its errors. The program tests/torch_xla_programs/
 mp_torch_distributed.py (collectives, new_group, DDP) runs from
 test_torch_xla_programs.py, and under mpirun from ctest."""
 
+import sys
 from datetime import timedelta
 
 import pytest
@@ -126,6 +127,14 @@ def test_the_world_ends_with_the_xmp_spawn_that_made_it_even_when_a_replica_fail
             raise KeyError("replica 2")
     with pytest.raises(KeyError, match="replica 2"):
         xmp.spawn(one_fails, nprocs=4)
+    assert not dist.is_initialized()
+
+    def one_exits(index):  # a program's own way out
+        made_and_left(index)
+        if index == 1:
+            sys.exit(3)
+    with pytest.raises(SystemExit):
+        xmp.spawn(one_exits, nprocs=4)
     assert not dist.is_initialized()
     xmp.spawn(made_and_left, nprocs=4)  # and the next spawn makes its own
     assert not dist.is_initialized()
