@@ -56,12 +56,17 @@ at::Tensor wrap(ordo::Tensor value) { return functional_unless_excluded(make_xla
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value) {
   if (at::functionalization::impl::isFunctionalTensor(tensor)) {
     at::functionalization::impl::replace_(tensor, make_xla(std::move(value)));
-    at::functionalization::impl::commit_update(tensor);
+    commit_in_place(tensor);
     return;
   }
   auto* impl = dynamic_cast<XlaTensorImpl*>(tensor.unsafeGetTensorImpl());
   TORCH_CHECK_TYPE(impl != nullptr, "expected a tensor on the xla device, got ", tensor.device());
   impl->set_value(std::move(value));
+}
+
+void commit_in_place(const at::Tensor& functional) {
+  at::functionalization::impl::commit_update(functional);
+  at::functionalization::impl::unsafeGetFunctionalWrapper(functional)->apply_updates();
 }
 
 ordo::Tensor upload(const at::Tensor& cpu, int device) {

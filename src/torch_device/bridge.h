@@ -29,6 +29,12 @@ at::Tensor wrap_empty(ordo::Tensor empty_value, c10::ScalarType shown_as);
 // Sets the value behind a plain or wrapped xla tensor (in place: the
 // fallback's mutated arguments, collectives on a list).
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
+// Records a functional tensor's new value (replace_ done) as an update of
+// its storage and applies it at once. torch 1.13's commit_update marks the
+// tensor up to date, so its own sync never applies the update: the storage
+// would keep every value the tensor ever had (and ordo would materialize
+// each of them at every mark_step) until a view of it syncs.
+void commit_in_place(const at::Tensor& functional);
 
 // How an ordo error that reading a value raised (an ExecutionError, the
 // CollectiveError family) reaches the caller: PyTorch would make any C++

@@ -1,17 +1,28 @@
-// ordo's own Functionalize kernels for a few in-place ops: copy_, which
-// torch's kernel refuses in a case users write, and the updates of training
-// (zero_grad, gradient accumulation, the optimizers, in-place
-// activations), where torch's kernel
-// checks each op on meta tensors first: about 40% of an add_'s cost on the
-// xla device (BENCHMARKS.md, "#36: in-place ops without the meta check").
+// ordo's Functionalize kernels for the in-place ops: copy_, which torch's
+// kernel refuses in a case users write, and every other op that updates
+// self and has a functional form. On the xla device they skip torch's
+// check on meta tensors (about 40% of an add_'s cost: BENCHMARKS.md, "#36:
+// in-place ops without the meta check") and apply the update to the
+// tensor's storage at once (commit_in_place: torch 1.13 keeps every old
+// value until a view syncs, a leak of the tensor's size per op). The
+// updates of training (zero_grad, gradient accumulation, the optimizers,
+// in-place activations) have unboxed kernels; the rest share a boxed one.
 //
 // An override replaces torch's kernel for every backend, so each kernel
 // here also does what torch's does for tensors that are not on the xla
 // device.
 #include <ATen/FunctionalTensorWrapper.h>
 #include <ATen/Operators.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "torch_device/bridge.h"
 
@@ -37,6 +48,7 @@ const T& on_meta(const T& argument) {
   return argument;
 }
 at::Tensor on_meta(const at::Tensor& tensor) {
+  if (!tensor.defined()) return tensor;
   return at::empty_strided(tensor.sizes(), tensor.strides(), tensor.options().device(c10::DeviceType::Meta));
 }
 
@@ -53,6 +65,20 @@ void check_writable(const at::Tensor& self, const at::Tensor& result) {
               " doesn't match the broadcast shape ", result.sizes());
   TORCH_CHECK(c10::canCast(result.scalar_type(), self.scalar_type()), "result type ", result.scalar_type(),
               " can't be cast to the desired output type ", self.scalar_type());
+}
+
+// self takes result, the functional op's value: checked and applied at
+// once on the xla device, as torch does elsewhere.
+at::Tensor& take_result(at::Tensor& self, const at::Tensor& result, bool on_xla) {
+  if (on_xla) check_writable(self, result);
+  functional::replace_(self, result);
+  if (on_xla) {
+    commit_in_place(self);
+  } else {
+    functional::commit_update(self);
+  }
+  functional::sync(self);
+  return self;
 }
 
 // self = Functional(self, args...), as functionalization writes an
@@ -83,12 +109,64 @@ struct InPlaceUpdate<InPlace, Functional, at::Tensor&(at::Tensor&, Args...)> {
       }
       result = Functional::call(self_value, unwrapped(args)...);
     }
-    if (on_xla) check_writable(self, result);
-    functional::replace_(self, result);
-    functional::commit_update(self);
-    functional::sync(self);
-    return self;
+    return take_result(self, result, on_xla);
   }
+};
+
+// An argument with f applied to every tensor it holds (a tensor, or a
+// list of tensors or optional ones). A list is copied: the caller's stays
+// as it was.
+template <class F>
+c10::IValue mapped(const c10::IValue& argument, F f) {
+  if (argument.isTensor()) return f(argument.toTensor());
+  if (!argument.isList()) return argument;
+  const c10::List<c10::IValue> list = argument.toList();
+  c10::impl::GenericList copy(list.elementType());
+  copy.reserve(list.size());
+  for (const c10::IValue& element : list) copy.push_back(element.isTensor() ? f(element.toTensor()) : element);
+  return copy;
+}
+
+bool holds_functional(const c10::IValue& argument) {
+  if (argument.isTensor()) return functional::isFunctionalTensor(argument.toTensor());
+  if (!argument.isList()) return false;
+  const auto& elements = argument.toListRef();
+  return std::any_of(elements.begin(), elements.end(), holds_functional);
+}
+
+// InPlaceUpdate for any other in-place op, boxed: functional_ is the op's
+// functional form.
+class BoxedInPlaceUpdate final : public c10::OperatorKernel {
+ public:
+  explicit BoxedInPlaceUpdate(c10::OperatorHandle functional) : functional_(std::move(functional)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    const auto arguments = stack->end() - static_cast<std::ptrdiff_t>(op.schema().arguments().size());
+    at::Tensor self = arguments->toTensor();
+    if (!functional::isFunctionalTensor(self)) {
+      TORCH_CHECK(std::none_of(arguments, stack->end(), holds_functional), op.schema().name(),
+                  ": a tensor that is not functional cannot be updated from a functional one");
+      at::AutoDispatchSkipFunctionalize below;
+      op.callBoxed(stack);
+      return;
+    }
+    const bool on_xla = unwrapped(self).device().type() == c10::DeviceType::XLA;
+    at::AutoDispatchSkipFunctionalize below;
+    if (!on_xla) {
+      torch::jit::Stack meta(arguments, stack->end());
+      for (c10::IValue& argument : meta) argument = mapped(argument, [](const at::Tensor& t) { return on_meta(t); });
+      op.callBoxed(&meta);
+    }
+    for (auto it = arguments; it != stack->end(); ++it) {
+      *it = mapped(*it, [](const at::Tensor& t) { return unwrapped(t); });
+    }
+    functional_.callBoxed(stack);
+    const at::Tensor result = torch::jit::pop(*stack).toTensor();
+    torch::jit::push(*stack, take_result(self, result, on_xla));
+  }
+
+ private:
+  c10::OperatorHandle functional_;
 };
 
 // copy_: torch's kernel refuses a plain destination with a functional
@@ -113,33 +191,116 @@ struct Silent final : c10::WarningHandler {
   void process(const c10::SourceLocation&, const std::string&, bool) override {}
 };
 
+std::string full_name(const c10::OperatorName& name) {
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+bool writes(const c10::Argument& argument) {
+  return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+}
+
+bool is_tensor(const c10::Argument& argument) { return argument.type()->kind() == c10::TypeKind::TensorType; }
+
+bool same_arguments(const c10::FunctionSchema& a, const c10::FunctionSchema& b) {
+  return std::equal(a.arguments().begin(), a.arguments().end(), b.arguments().begin(), b.arguments().end(),
+                    [](const c10::Argument& x, const c10::Argument& y) {
+                      return x.name() == y.name() && *x.type() == *y.type();
+                    });
+}
+
+struct InPlaceForm {
+  c10::OperatorHandle in_place;
+  c10::OperatorHandle functional;
+};
+
+// The in-place ops torch functionalizes as self = functional(self, ...):
+// named as their functional form with a trailing underscore (or, for
+// normal_, with _functional in its place), writing self and nothing else,
+// with a Functionalize kernel of their own (ops that decompose are left to
+// their parts), and a functional form of the same arguments (in any
+// overload) that returns one new tensor. The updates of lists (_foreach_)
+// are left to torch; resize_, _resize_output_ and set_ change storage,
+// which torch's kernels handle apart.
+std::vector<InPlaceForm> in_place_forms() {
+  c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
+  std::unordered_map<std::string, std::vector<c10::OperatorHandle>> by_name;
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (auto op = dispatcher.findOp(name); op && op->hasSchema()) by_name[name.name].push_back(*op);
+  }
+  static const std::unordered_set<std::string_view> storage_changes = {"aten::resize_", "aten::resize_as_",
+                                                                        "aten::_resize_output_", "aten::set_"};
+  auto functional_form = [&](const std::string& name, const c10::FunctionSchema& schema) {
+    std::optional<c10::OperatorHandle> match;
+    size_t matches = 0;
+    const std::string stem = name.substr(0, name.size() - 1);
+    for (const std::string& candidate : {stem, stem + "_functional"}) {
+      const auto functionals = by_name.find(candidate);
+      if (functionals == by_name.end()) continue;
+      for (const c10::OperatorHandle& functional : functionals->second) {
+        const c10::FunctionSchema& f = functional.schema();
+        if (f.returns().size() == 1 && is_tensor(f.returns()[0]) && f.returns()[0].alias_info() == nullptr &&
+            same_arguments(schema, f)) {
+          match = functional;
+          ++matches;
+        }
+      }
+    }
+    return matches == 1 ? match : std::nullopt;
+  };
+  std::vector<InPlaceForm> forms;
+  for (const auto& [name, ops] : by_name) {
+    if (name.size() < 2 || name.back() != '_' || storage_changes.count(name)) continue;
+    for (const c10::OperatorHandle& op : ops) {
+      const auto& arguments = op.schema().arguments();
+      if (arguments.empty() || !is_tensor(arguments[0]) || !writes(arguments[0]) || std::any_of(arguments.begin() + 1, arguments.end(), writes) ||
+          !op.hasKernelForDispatchKey(c10::DispatchKey::Functionalize) ||
+          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+        continue;
+      }
+      if (auto functional = functional_form(name, op.schema())) forms.push_back({op, *functional});
+    }
+  }
+  return forms;
+}
+
 }  // namespace
 
 void register_functionalize_kernels() {
   static Silent silent;
   c10::Warning::WarningHandlerGuard quiet(&silent);
   static torch::Library library(torch::Library::IMPL, "aten", c10::DispatchKey::Functionalize, __FILE__, __LINE__);
+  std::unordered_set<std::string> unboxed;
+  auto impl = [&](const char* name, auto kernel) {
+    library.impl(name, std::move(kernel));
+    unboxed.insert(std::string("aten::") + name);
+  };
   using namespace at::_ops;
-  library.impl("copy_", TORCH_FN(copy_));
-  library.impl("add_.Tensor", update<add__Tensor, add_Tensor>);
-  library.impl("add_.Scalar", update<add__Scalar, add_Scalar>);
-  library.impl("sub_.Tensor", update<sub__Tensor, sub_Tensor>);
-  library.impl("sub_.Scalar", update<sub__Scalar, sub_Scalar>);
-  library.impl("mul_.Tensor", update<mul__Tensor, mul_Tensor>);
-  library.impl("mul_.Scalar", update<mul__Scalar, mul_Scalar>);
-  library.impl("div_.Tensor", update<div__Tensor, div_Tensor>);
-  library.impl("div_.Scalar", update<div__Scalar, div_Scalar>);
-  library.impl("addcmul_", update<addcmul_, addcmul>);
-  library.impl("addcdiv_", update<addcdiv_, addcdiv>);
-  library.impl("zero_", update<zero_, at::_ops::zero>);
-  library.impl("fill_.Scalar", update<fill__Scalar, fill_Scalar>);
-  library.impl("fill_.Tensor", update<fill__Tensor, fill_Tensor>);
-  library.impl("relu_", update<relu_, at::_ops::relu>);
-  library.impl("neg_", update<neg_, at::_ops::neg>);
-  library.impl("sqrt_", update<sqrt_, at::_ops::sqrt>);
-  library.impl("exp_", update<exp_, at::_ops::exp>);
-  library.impl("sigmoid_", update<sigmoid_, at::_ops::sigmoid>);
-  library.impl("tanh_", update<tanh_, at::_ops::tanh>);
+  impl("copy_", TORCH_FN(copy_));
+  impl("add_.Tensor", update<add__Tensor, add_Tensor>);
+  impl("add_.Scalar", update<add__Scalar, add_Scalar>);
+  impl("sub_.Tensor", update<sub__Tensor, sub_Tensor>);
+  impl("sub_.Scalar", update<sub__Scalar, sub_Scalar>);
+  impl("mul_.Tensor", update<mul__Tensor, mul_Tensor>);
+  impl("mul_.Scalar", update<mul__Scalar, mul_Scalar>);
+  impl("div_.Tensor", update<div__Tensor, div_Tensor>);
+  impl("div_.Scalar", update<div__Scalar, div_Scalar>);
+  impl("addcmul_", update<addcmul_, addcmul>);
+  impl("addcdiv_", update<addcdiv_, addcdiv>);
+  impl("zero_", update<zero_, at::_ops::zero>);
+  impl("fill_.Scalar", update<fill__Scalar, fill_Scalar>);
+  impl("fill_.Tensor", update<fill__Tensor, fill_Tensor>);
+  impl("relu_", update<relu_, at::_ops::relu>);
+  impl("neg_", update<neg_, at::_ops::neg>);
+  impl("sqrt_", update<sqrt_, at::_ops::sqrt>);
+  impl("exp_", update<exp_, at::_ops::exp>);
+  impl("sigmoid_", update<sigmoid_, at::_ops::sigmoid>);
+  impl("tanh_", update<tanh_, at::_ops::tanh>);
+  for (const InPlaceForm& form : in_place_forms()) {
+    const std::string name = full_name(form.in_place.operator_name());
+    if (unboxed.count(name)) continue;
+    library.impl(name.c_str(),
+                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedInPlaceUpdate>(form.functional)));
+  }
 }
 
 }  // namespace ordo::torch_device

@@ -180,7 +180,7 @@ def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():
     assert p.cpu().tolist() == [0.0, 0.0, 0.0]
 
 
-IN_PLACE_UPDATES = {  # ordo's own Functionalize kernels (functionalize.cc)
+IN_PLACE_UPDATES = {  # ordo's own Functionalize kernels (functionalize.cc): the unboxed ones, then boxed
     "add_": lambda t, o: t.add_(o, alpha=2),
     "add_ scalar": lambda t, o: t.add_(1.5),
     "sub_": lambda t, o: t.sub_(o[0], alpha=0.5),
@@ -202,6 +202,15 @@ IN_PLACE_UPDATES = {  # ordo's own Functionalize kernels (functionalize.cc)
     "exp_": lambda t, o: t.div_(8).exp_(),
     "sigmoid_": lambda t, o: t.sigmoid_(),
     "tanh_": lambda t, o: t.div_(6).tanh_(),
+    "clamp_": lambda t, o: t.clamp_(2, 6.5),
+    "clamp_min_": lambda t, o: t.clamp_min_(4),
+    "abs_": lambda t, o: t.sub_(6).abs_(),
+    "floor_": lambda t, o: t.div_(3).floor_(),
+    "pow_": lambda t, o: t.pow_(2),
+    "masked_fill_": lambda t, o: t.masked_fill_(t > 5, -1),
+    "lerp_": lambda t, o: t.lerp_(o, 0.25),
+    "index_fill_": lambda t, o: t.index_fill_(-1, torch.tensor([0, 2], device=t.device), 7),
+    "eq_ into floats": lambda t, o: t.eq_(5),
 }
 
 
@@ -245,6 +254,58 @@ def test_an_in_place_update_torch_refuses_is_refused_and_leaves_the_tensor_alone
     with pytest.raises(RuntimeError):
         kept.add_(torch.ones(2, 3, device=d))
     assert kept.cpu().tolist() == [1.0] * 3
+
+
+def live_tensors():
+    return met.counter_value("CreateTensor") - (met.counter_value("DestroyTensor") or 0)
+
+
+LONG_LIVED_UPDATES = {
+    "add_": lambda t, o: t.add_(o),
+    "clamp_": lambda t, o: t.clamp_(-1, 1),
+    "masked_fill_": lambda t, o: t.masked_fill_(o > 0, 0.5),
+    "lerp_": lambda t, o: t.lerp_(o, 0.1),
+    "an assigning index": lambda t, o: t.__setitem__(torch.tensor([0, 2], device=t.device), 1.0),
+    "a slice assigned": lambda t, o: t.__setitem__((slice(None), 0), 5.0),
+    "add_ through a row": lambda t, o: t[1].add_(1),
+    "uniform_": lambda t, o: t.uniform_(),
+    "normal_": lambda t, o: t.normal_(),
+}
+
+
+@pytest.mark.parametrize("update", LONG_LIVED_UPDATES.values(), ids=LONG_LIVED_UPDATES.keys())
+def test_an_in_place_update_leaves_no_old_value_behind(update):
+    """torch 1.13's functionalization keeps every value a tensor had until
+    a view of it syncs; ordo's kernels apply each update at once, so a
+    tensor updated every step holds one value, not one a step."""
+    d = xm.xla_device()
+    t, o = torch.randn(4, 4, device=d), torch.randn(4, 4, device=d)
+    update(t, o)
+    xm.mark_step(wait=True)
+    before = live_tensors()
+    for _ in range(20):
+        update(t, o)
+    xm.mark_step(wait=True)
+    assert live_tensors() - before <= 2
+
+
+def test_a_training_loop_keeps_as_many_tensors_at_step_30_as_at_step_5():
+    d = xm.xla_device()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(inplace=True),
+                                torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 3)).to(d)
+    x, y = torch.randn(8, 1, 8, 8, device=d), torch.randint(0, 3, (8,), device=d)
+    optimizers = [torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9),
+                  torch.optim.AdamW(model.parameters(), lr=1e-3)]
+    live = {}
+    for step in range(31):
+        for optimizer in optimizers:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        xm.mark_step(wait=True)
+        live[step] = live_tensors()
+    assert live[30] == live[5], live
 
 
 def test_in_place_updates_of_functional_cpu_tensors_still_check_on_meta_tensors():
