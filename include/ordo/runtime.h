@@ -46,6 +46,10 @@ int get_local_ordinal(int device = -1);
 // tensors and by mark_step() without an argument.
 int current_device();
 void set_current_device(int device);
+// Whether threads of a spawn (below) run in this process: the torch_xla
+// front end's replicas are a spawn's, and its calls from threads that
+// serve them (autograd's) must see the spawn's world too.
+bool spawn_running();
 
 class DeviceGuard {
  public:

@@ -37,6 +37,8 @@ int num_devices() { return runtime::get().num_devices(); }
 
 int world_size() { return runtime::get().topology().world_size(); }
 
+bool spawn_running() { return api::spawned_threads_running() > 0; }
+
 int get_ordinal(int local_device) {
   return runtime::get().ordinal_of(runtime::resolve_device(local_device)).value();
 }

@@ -262,6 +262,8 @@ void SpawnedDevices::abandon() {
 
 int spawned_device_of_this_thread() { return t_spawned_device; }
 
+int spawned_threads_running() { return g_threads_running.load(std::memory_order_acquire); }
+
 int first_failure(const std::vector<SpawnedOutcome>& outcomes) {
   int first = -1;
   for (int index = 0; index < static_cast<int>(outcomes.size()); ++index) {

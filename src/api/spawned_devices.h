@@ -128,6 +128,8 @@ class SpawnedDevices {
 // thread is, or -1 if it is none: such a thread may not shut the runtime
 // down under its peers.
 int spawned_device_of_this_thread();
+// The threads of every spawn that still run.
+int spawned_threads_running();
 
 // The index whose call failed first in time, or -1 if none failed.
 int first_failure(const std::vector<SpawnedOutcome>& outcomes);

@@ -61,6 +61,7 @@ void bind_runtime(py::module_& m) {
   m.def("get_ordinal", &get_ordinal, py::arg("device") = -1);
   m.def("get_local_ordinal", &get_local_ordinal, py::arg("device") = -1);
   m.def("current_device", &current_device);
+  m.def("spawn_running", &spawn_running);
   m.def("set_current_device", &set_current_device);
   m.def("bind_thread_to_device", &bind_thread_to_device);
   m.def("mark_step", [](int device) {

@@ -148,16 +148,50 @@ def test_ordo_errors_reach_torch_programs_as_ordo_exceptions():
         return True
 
     assert spawn_collect(mismatched) == [True] * WORLD
-    ordo.shutdown()
-    ordo.init(WORLD)
-    ordo.set_collective_timeout(0.5, warn_seconds=10)
-    try:
-        # Device 0 alone: its peers never come.
-        t = xm.all_reduce(xm.REDUCE_SUM, torch.ones(2, device=xm.xla_device(0)))
+
+    def late(index):
+        if index:  # its peers come after device 0's timeout
+            time.sleep(2)
+            return True
+        t = xm.all_reduce(xm.REDUCE_SUM, torch.ones(2, device=xm.xla_device()))
         with pytest.raises(ordo.CollectiveTimeoutError, match="missing devices: 1"):
             t.sum().item()
+        return True
+
+    ordo.set_collective_timeout(0.5, warn_seconds=10)
+    try:
+        assert spawn_collect(late) == [True] * WORLD
     finally:
         ordo.set_collective_timeout(300, warn_seconds=30)
+
+
+def test_outside_a_spawn_the_caller_is_one_replica_as_torch_xlas_single_device_program():
+    """No xmp.spawn: one replica, ordinal 0, whose collectives involve no
+    other device, in a process of four."""
+    assert (xm.xrt_world_size(), xm.get_ordinal(), xm.get_local_ordinal(), xm.is_master_ordinal()) == (1, 0, 0, True)
+    t = torch.arange(4.0, device=xm.xla_device())
+    assert xm.all_reduce(xm.REDUCE_SUM, t, scale=0.5).cpu().tolist() == [0.0, 0.5, 1.0, 1.5]
+    listed = [torch.arange(4.0, device="xla:2"), torch.ones(2, device="xla:2")]
+    xm.all_reduce(xm.REDUCE_MAX, listed, groups=[[0]])
+    assert [x.cpu().tolist() for x in listed] == [[0.0, 1.0, 2.0, 3.0], [1.0, 1.0]]
+    assert xm.all_gather(t).cpu().tolist() == t.cpu().tolist()
+    assert xm.reduce_scatter(xm.REDUCE_SUM, t, 1.0, 0, 1).cpu().tolist() == t.cpu().tolist()
+    assert xm.all_to_all(t, 0, 0, 1).cpu().tolist() == t.cpu().tolist()
+    assert xm.collective_permute(t, [[0, 0]]).cpu().tolist() == t.cpu().tolist()
+    assert xm.collective_broadcast([t.clone()])[0].cpu().tolist() == t.cpu().tolist()
+    assert xf.all_gather(t).cpu().tolist() == t.cpu().tolist()
+    assert xm.rendezvous("alone", b"payload") == [b"payload"]
+    assert xm.mesh_reduce("alone", 3, sum) == 3
+    model = torch.nn.Linear(3, 2).to(xm.xla_device())
+    model(torch.ones(4, 3, device=xm.xla_device())).sum().backward()
+    grads = [p.grad.cpu() for p in model.parameters()]
+    xm.optimizer_step(torch.optim.SGD(model.parameters(), lr=0.0), barrier=True)  # reduces nothing
+    assert all(torch.equal(p.grad.cpu(), g) for p, g in zip(model.parameters(), grads))
+    for call in (lambda: xm.all_reduce(xm.REDUCE_SUM, t, groups=[[0, 1], [2, 3]]),
+                 lambda: xm.collective_permute(t, [[0, 1], [1, 0]]),
+                 lambda: xm.rendezvous("alone", b"", replicas=[0, 1])):
+        with pytest.raises(ValueError, match="outside xmp.spawn this program is one replica"):
+            call()
 
 
 def _train_replica(index, make_optimizer, step, steps=3):

@@ -68,6 +68,12 @@ def test_the_save_program_shares_one_file(tmp_path):
     assert not path.exists()  # the master removed it once everyone had read it
 
 
+def test_a_single_device_program_in_a_process_of_four_devices_is_one_replica():
+    lines = run_to_success("train_single_device.py").splitlines()
+    assert lines[0] == "world 1, ordinal 0, master True"
+    assert re.fullmatch(r"trained as on the CPU, loss [\d.]+", lines[1])
+
+
 def test_the_mnist_program_learns_the_digits_compiling_few_graphs():
     pytest.importorskip("torchvision")
     out = run_to_success("train_mp_mnist.py", "--num_epochs", "3", "--target_accuracy", "90")

@@ -52,7 +52,8 @@ def _xla_metrics_report():
 
 
 def _xla_get_replication_devices_count():
-    return _C.world_size()
+    from .core import xla_model
+    return xla_model.xrt_world_size()
 
 
 _get_all_reduce_token = _C._get_all_reduce_token

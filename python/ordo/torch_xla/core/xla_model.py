@@ -63,19 +63,45 @@ def xla_device_hw(device):
     return "CPU"
 
 
+# ---- Replicas ----
+# torch_xla's replicas are xmp.spawn's; a program that never spawns is
+# torch_xla's single-device program: one replica, ordinal 0, whose
+# collectives involve no other. In one process of several devices that is
+# not ordo's world (every device), so there, outside a spawn, this module
+# sees a world of one: each device is a group of its own. A process of one
+# device (xmp.spawn(nprocs=1), or one per process under mpirun) is both.
+
+
+def _alone():
+    """Whether the caller is a single-device program's one replica in a
+    process of several devices."""
+    return not _C.spawn_running() and 1 < _C.num_devices() == _C.world_size()
+
+
+def _groups(groups, what):
+    """groups as ordo takes them: when the caller is alone, each device in
+    a group of its own (torch_xla's groups can then only be [[0]])."""
+    if not _alone():
+        return groups
+    if groups and [list(g) for g in groups] != [[0]]:
+        raise ValueError(f"{what}: groups {groups} name replicas, but outside xmp.spawn this program is one "
+                         f"replica (0)")
+    return [[d] for d in range(_C.num_devices())]
+
+
 def xrt_world_size(defval=1):
     del defval
-    return _C.world_size()
+    return 1 if _alone() else _C.world_size()
 
 
 def get_ordinal(defval=0):
     del defval
-    return _C.get_ordinal()
+    return 0 if _alone() else _C.get_ordinal()
 
 
 def get_local_ordinal(defval=0):
     del defval
-    return _C.get_local_ordinal()
+    return 0 if _alone() else _C.get_local_ordinal()
 
 
 def is_master_ordinal(local=True):
@@ -194,9 +220,11 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, cctx=None, pin_layou
     coalesced collective, and returned."""
     del cctx
     if isinstance(inputs, torch.Tensor):
-        return from_ordo(ordo.all_reduce(reduce_type, to_ordo(inputs, "all_reduce"), scale, groups, pin_layout))
+        value = to_ordo(inputs, "all_reduce")
+        return from_ordo(ordo.all_reduce(reduce_type, value, scale, _groups(groups, "all_reduce"), pin_layout))
     inputs = list(inputs)
-    results = ordo.all_reduce(reduce_type, _values(inputs, "all_reduce"), scale, groups, pin_layout)
+    results = ordo.all_reduce(reduce_type, _values(inputs, "all_reduce"), scale, _groups(groups, "all_reduce"),
+                              pin_layout)
     for tensor, value in zip(inputs, results):
         set_value(tensor, value)
     return inputs
@@ -214,7 +242,7 @@ def _into(output, result, what):
 
 
 def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
-    result = ordo.all_gather(to_ordo(value, "all_gather"), dim, groups, None, pin_layout)
+    result = ordo.all_gather(to_ordo(value, "all_gather"), dim, _groups(groups, "all_gather"), None, pin_layout)
     return _into(output, result, "all_gather")
 
 
@@ -222,7 +250,8 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
                    pin_layout=True):
     single = isinstance(input, torch.Tensor)
     values = [to_ordo(input, "reduce_scatter")] if single else _values(input, "reduce_scatter")
-    results = ordo.reduce_scatter(reduce_type, values, scale, scatter_dim, shard_count, groups, None, pin_layout)
+    results = ordo.reduce_scatter(reduce_type, values, scale, scatter_dim, shard_count,
+                                  _groups(groups, "reduce_scatter"), None, pin_layout)
     if single:
         return _into(output, results[0], "reduce_scatter")
     outputs = list(output) if output is not None else [None] * len(results)
@@ -231,16 +260,28 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
 
 def all_to_all(value, split_dimension, concat_dimension, split_count, groups=None, pin_layout=True):
     return from_ordo(ordo.all_to_all(to_ordo(value, "all_to_all"), split_dimension, concat_dimension, split_count,
-                                     groups, pin_layout))
+                                     _groups(groups, "all_to_all"), pin_layout))
 
 
 def collective_permute(value, pairs):
-    return from_ordo(ordo.collective_permute(to_ordo(value, "collective_permute"), pairs))
+    value = to_ordo(value, "collective_permute")
+    if _alone():
+        if [list(p) for p in pairs] != [[0, 0]]:
+            raise ValueError(f"collective_permute: pairs {pairs} name replicas, but outside xmp.spawn this program "
+                             f"is one replica (0)")
+        return from_ordo(value)  # ordo's permute spans the world: a replica alone keeps its value
+    return from_ordo(ordo.collective_permute(value, pairs))
 
 
 def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
     tensors = list(tensors)
-    results = ordo.collective_broadcast(_values(tensors, "collective_broadcast"), root_ordinal, groups, pin_layout)
+    values = _values(tensors, "collective_broadcast")
+    if _alone():
+        if root_ordinal != 0:
+            raise ValueError(f"collective_broadcast: root_ordinal {root_ordinal}, but outside xmp.spawn this program "
+                             f"is one replica (0)")
+        root_ordinal = values[0].device.index if values else 0
+    results = ordo.collective_broadcast(values, root_ordinal, _groups(groups, "collective_broadcast"), pin_layout)
     for tensor, value in zip(tensors, results):
         set_value(tensor, value)
     return tensors
@@ -279,10 +320,16 @@ def optimizer_step(optimizer, barrier=False, optimizer_args={}, groups=None, pin
 
 
 def rendezvous(tag, payload=b"", replicas=[]):  # noqa: B006 - torch_xla's signature
+    if _alone():
+        if list(replicas) not in ([], [0]):
+            raise ValueError(f"rendezvous: replicas {replicas}, but outside xmp.spawn this program is one replica (0)")
+        return [bytes(payload)]
     return ordo.rendezvous(tag, payload, replicas)
 
 
 def mesh_reduce(tag, data, reduce_fn):
+    if _alone():
+        return reduce_fn([to_cpu(data)])
     return ordo.mesh_reduce(tag, to_cpu(data), reduce_fn)
 
 
