@@ -20,7 +20,7 @@ XlaTensorImpl* impl_of(const at::Tensor& tensor) {
     at::functionalization::impl::sync(tensor);
     impl = at::functionalization::impl::unsafeGetFunctionalWrapper(tensor)->value().unsafeGetTensorImpl();
   }
-  return dynamic_cast<XlaTensorImpl*>(impl);
+  return as_xla_impl(impl);
 }
 
 }  // namespace
@@ -59,7 +59,7 @@ void set_value_of(const at::Tensor& tensor, ordo::Tensor value) {
     commit_in_place(tensor);
     return;
   }
-  auto* impl = dynamic_cast<XlaTensorImpl*>(tensor.unsafeGetTensorImpl());
+  XlaTensorImpl* impl = as_xla_impl(tensor.unsafeGetTensorImpl());
   TORCH_CHECK_TYPE(impl != nullptr, "expected a tensor on the xla device, got ", tensor.device());
   impl->set_value(std::move(value));
 }

@@ -67,8 +67,9 @@ void check_writable(const at::Tensor& self, const at::Tensor& result) {
               " can't be cast to the desired output type ", self.scalar_type());
 }
 
-// self takes result, the functional op's value: checked and applied at
-// once on the xla device, as torch does elsewhere.
+// self takes result, the functional op's value. On the xla device the
+// result is checked against self and the update applied to the storage at
+// once; elsewhere the update waits, as torch's kernel leaves it.
 at::Tensor& take_result(at::Tensor& self, const at::Tensor& result, bool on_xla) {
   if (on_xla) check_writable(self, result);
   functional::replace_(self, result);

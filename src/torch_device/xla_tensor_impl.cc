@@ -78,7 +78,7 @@ c10::intrusive_ptr<c10::TensorImpl> XlaTensorImpl::shallow_copy_and_detach(
 }
 
 void XlaTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) {
-  auto* source = dynamic_cast<XlaTensorImpl*>(impl.get());
+  XlaTensorImpl* source = as_xla_impl(impl.get());
   TORCH_CHECK(source != nullptr, "an xla tensor's data can only be set to another xla tensor's");
   copy_tensor_metadata(source, this, version_counter(), allow_tensor_metadata_change());
   set_value(source->value_);
