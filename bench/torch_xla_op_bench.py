@@ -6,8 +6,8 @@ against torch eager on the CPU and PyTorch 1.13's own lazy tensors
 
 Each round times `ops` calls of an op on small tensors (8 floats) per
 library and cuts the lazy graphs once at the end (its compile is cached
-from the warm-up); each figure is the median over rounds of the time per
-op. Targets (issue 36): xla <= 0.5x lazy and <= 1.5x eager."""
+from the warm-up), each right after an untimed run of its own; each figure
+is the median over rounds of the time per op. Targets (issue 36): xla <= 0.5x lazy and <= 1.5x eager."""
 
 import argparse
 import statistics
@@ -53,6 +53,11 @@ def main():
         for round_index in range(args.rounds + 1):
             for lib, (_, cut) in libraries.items():
                 a, b = tensors[lib]
+                # Untimed, a quarter as many calls first: the library
+                # timed right after another runs its first calls cold
+                # (after torch._lazy's, an xla add_ took 1.3-2.2 us a call
+                # and the next run 0.94-1.01).
+                time_per_op(fn, a, b, args.ops // 4, cut)
                 elapsed = time_per_op(fn, a, b, args.ops, cut)
                 if round_index:  # the first round compiles
                     samples[lib].append(elapsed)

@@ -8,6 +8,7 @@
 
 #include "torch_device/bridge.h"
 #include "torch_device/dtypes.h"
+#include "torch_device/in_place_values.h"
 #include "torch_device/operands.h"
 
 namespace ordo::torch_device {
@@ -46,9 +47,13 @@ Pair promoted(const at::Tensor& self, const Other& other, const char* op) {
 DType floating(DType dtype) { return is_floating(dtype) ? dtype : DType::kFloat32; }
 
 template <BinaryOp kOp, typename Other>
-at::Tensor binary(const at::Tensor& self, const Other& other) {
+ordo::Tensor binary_value(const at::Tensor& self, const Other& other) {
   Pair p = promoted(self, other, "binary op");
-  return make_xla(kOp(p.a, p.b, ordo::Caller::current()));
+  return kOp(p.a, p.b, ordo::Caller::current());
+}
+template <BinaryOp kOp, typename Other>
+at::Tensor binary(const at::Tensor& self, const Other& other) {
+  return make_xla(binary_value<kOp>(self, other));
 }
 
 ordo::Tensor scaled(const ordo::Tensor& value, const at::Scalar& alpha) {
@@ -58,16 +63,16 @@ ordo::Tensor scaled(const ordo::Tensor& value, const at::Scalar& alpha) {
 
 // Each takes other as a tensor or a number (the .Tensor and .Scalar overloads).
 template <typename Other>
-at::Tensor add(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
+ordo::Tensor add(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "add");
   at::native::alpha_check(scalar_type_of(p.dtype), alpha);
-  return make_xla(ordo::add(p.a, scaled(p.b, alpha)));
+  return ordo::add(p.a, scaled(p.b, alpha));
 }
 template <typename Other>
-at::Tensor sub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
+ordo::Tensor sub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "sub");
   at::native::alpha_check(scalar_type_of(p.dtype), alpha);
-  return make_xla(ordo::sub(p.a, scaled(p.b, alpha)));
+  return ordo::sub(p.a, scaled(p.b, alpha));
 }
 template <typename Other>
 at::Tensor rsub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
@@ -76,10 +81,10 @@ at::Tensor rsub(const at::Tensor& self, const Other& other, const at::Scalar& al
   return make_xla(ordo::sub(p.b, scaled(p.a, alpha)));
 }
 template <typename Other>
-at::Tensor div(const at::Tensor& self, const Other& other) {
+ordo::Tensor div(const at::Tensor& self, const Other& other) {
   Pair p = promoted(self, other, "div");
   const DType dtype = floating(p.dtype);
-  return make_xla(ordo::div(cast_to(p.a, dtype), cast_to(p.b, dtype)));
+  return ordo::div(cast_to(p.a, dtype), cast_to(p.b, dtype));
 }
 
 at::Tensor pow_scalar_exponent(const at::Tensor& self, const at::Scalar& exponent) {
@@ -156,20 +161,20 @@ at::Tensor sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& out
 }
 
 // self + value * t1 * t2 and self + value * t1 / t2: Adam's updates.
-at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+ordo::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
   const int device = device_of({&self, &t1, &t2}, "addcmul");
   const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
   ordo::Tensor product = ordo::mul(operand(t1, dtype, device, "addcmul"), operand(t2, dtype, device, "addcmul"));
-  return make_xla(ordo::add(operand(self, dtype, device, "addcmul"), scaled(product, value)));
+  return ordo::add(operand(self, dtype, device, "addcmul"), scaled(product, value));
 }
-at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+ordo::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
   const int device = device_of({&self, &t1, &t2}, "addcdiv");
   TORCH_CHECK(!at::isIntegralType(t1.scalar_type(), true) || !at::isIntegralType(t2.scalar_type(), true),
               "addcdiv: tensor1 and tensor2 are both integers; torch refuses integer division here "
               "(use tensor1 / tensor2 with the rounding_mode you mean, or floating tensors)");
   const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
   ordo::Tensor quotient = ordo::div(operand(t1, dtype, device, "addcdiv"), operand(t2, dtype, device, "addcdiv"));
-  return make_xla(ordo::add(operand(self, dtype, device, "addcdiv"), scaled(quotient, value)));
+  return ordo::add(operand(self, dtype, device, "addcdiv"), scaled(quotient, value));
 }
 // self + weight * (end - self)
 at::Tensor lerp(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
@@ -193,19 +198,57 @@ at::Tensor isnan(const at::Tensor& self) {
   return make_xla(ordo::ne(x, x));
 }
 
+// A kernel returning the value kValue computes as a tensor.
+template <auto kValue>
+struct Kernel;
+template <class... Args, ordo::Tensor (*kValue)(Args...)>
+struct Kernel<kValue> {
+  static at::Tensor as_xla(Args... args) { return make_xla(kValue(args...)); }
+};
+
+template <auto kValue>
+constexpr auto kernel = TORCH_FN(Kernel<kValue>::as_xla);
+
 }  // namespace
 
+namespace in_place_values {
+
+ordo::Tensor add_Tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return torch_device::add(self, other, alpha);
+}
+ordo::Tensor add_Scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  return torch_device::add(self, other, alpha);
+}
+ordo::Tensor sub_Tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return torch_device::sub(self, other, alpha);
+}
+ordo::Tensor sub_Scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  return torch_device::sub(self, other, alpha);
+}
+ordo::Tensor mul_Tensor(const at::Tensor& self, const at::Tensor& other) { return binary_value<ordo::mul>(self, other); }
+ordo::Tensor mul_Scalar(const at::Tensor& self, const at::Scalar& other) { return binary_value<ordo::mul>(self, other); }
+ordo::Tensor div_Tensor(const at::Tensor& self, const at::Tensor& other) { return torch_device::div(self, other); }
+ordo::Tensor div_Scalar(const at::Tensor& self, const at::Scalar& other) { return torch_device::div(self, other); }
+ordo::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  return torch_device::addcmul(self, t1, t2, value);
+}
+ordo::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  return torch_device::addcdiv(self, t1, t2, value);
+}
+
+}  // namespace in_place_values
+
 TORCH_LIBRARY_IMPL(aten, XLA, m) {
-  m.impl("add.Tensor", TORCH_FN(add<at::Tensor>));
-  m.impl("add.Scalar", TORCH_FN(add<at::Scalar>));
-  m.impl("sub.Tensor", TORCH_FN(sub<at::Tensor>));
-  m.impl("sub.Scalar", TORCH_FN(sub<at::Scalar>));
+  m.impl("add.Tensor", kernel<in_place_values::add_Tensor>);
+  m.impl("add.Scalar", kernel<in_place_values::add_Scalar>);
+  m.impl("sub.Tensor", kernel<in_place_values::sub_Tensor>);
+  m.impl("sub.Scalar", kernel<in_place_values::sub_Scalar>);
   m.impl("rsub.Tensor", TORCH_FN(rsub<at::Tensor>));
   m.impl("rsub.Scalar", TORCH_FN(rsub<at::Scalar>));
-  m.impl("mul.Tensor", TORCH_FN((binary<ordo::mul, at::Tensor>)));
-  m.impl("mul.Scalar", TORCH_FN((binary<ordo::mul, at::Scalar>)));
-  m.impl("div.Tensor", TORCH_FN(div<at::Tensor>));
-  m.impl("div.Scalar", TORCH_FN(div<at::Scalar>));
+  m.impl("mul.Tensor", kernel<in_place_values::mul_Tensor>);
+  m.impl("mul.Scalar", kernel<in_place_values::mul_Scalar>);
+  m.impl("div.Tensor", kernel<in_place_values::div_Tensor>);
+  m.impl("div.Scalar", kernel<in_place_values::div_Scalar>);
   m.impl("pow.Tensor_Tensor", TORCH_FN((binary<ordo::pow, at::Tensor>)));
   m.impl("pow.Tensor_Scalar", TORCH_FN(pow_scalar_exponent));
   m.impl("maximum", TORCH_FN((binary<ordo::maximum, at::Tensor>)));
@@ -241,8 +284,8 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
   m.impl("tanh_backward", TORCH_FN(tanh_backward));
   m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));
-  m.impl("addcmul", TORCH_FN(addcmul));
-  m.impl("addcdiv", TORCH_FN(addcdiv));
+  m.impl("addcmul", kernel<in_place_values::addcmul>);
+  m.impl("addcdiv", kernel<in_place_values::addcdiv>);
   m.impl("lerp.Scalar", TORCH_FN(lerp));
   m.impl("masked_fill.Scalar", TORCH_FN(masked_fill));
   m.impl("sign", TORCH_FN(sign));

@@ -1,5 +1,6 @@
 #include "torch_device/bridge.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include <ATen/FunctionalTensorWrapper.h>
@@ -53,8 +54,36 @@ at::Tensor wrap_empty(ordo::Tensor empty_value, c10::ScalarType shown_as) {
 
 at::Tensor wrap(ordo::Tensor value) { return functional_unless_excluded(make_xla(std::move(value))); }
 
+namespace {
+
+// The XlaTensorImpl behind a functional tensor that nothing else reaches:
+// no view or detached copy shares the wrapper's storage, and the wrapper's
+// value is the storage's base, held by the two of them alone. A new value
+// of the same shape and dtype set there is the update that replace_ and
+// commit_in_place would make, without a TensorImpl made and dropped.
+XlaTensorImpl* sole_value(const at::Tensor& functional, const ordo::Tensor& value) {
+  auto* wrapper = at::functionalization::impl::unsafeGetFunctionalWrapper(functional);
+  const c10::Storage& storage = wrapper->unsafe_storage();
+  if (storage.use_count() != 1) return nullptr;
+  const at::Tensor& current = wrapper->value();
+  auto* aliases = static_cast<at::functionalization::FunctionalStorageImpl*>(storage.unsafeGetStorageImpl());
+  if (current.use_count() != 2 || !aliases->base().is_same(current)) return nullptr;
+  const Shape& shape = value.shape();
+  if (functional.scalar_type() != shown_scalar_type_of(value.dtype()) ||
+      !std::equal(shape.begin(), shape.end(), functional.sizes().begin(), functional.sizes().end())) {
+    return nullptr;
+  }
+  return as_xla_impl(current.unsafeGetTensorImpl());
+}
+
+}  // namespace
+
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value) {
   if (at::functionalization::impl::isFunctionalTensor(tensor)) {
+    if (XlaTensorImpl* sole = sole_value(tensor, value)) {
+      sole->set_value(std::move(value));
+      return;
+    }
     at::functionalization::impl::replace_(tensor, make_xla(std::move(value)));
     commit_in_place(tensor);
     return;

@@ -27,7 +27,8 @@ at::Tensor wrap(ordo::Tensor value);
 // wrap of an empty value shown as a dtype ordo has not (XlaTensorImpl).
 at::Tensor wrap_empty(ordo::Tensor empty_value, c10::ScalarType shown_as);
 // Sets the value behind a plain or wrapped xla tensor (in place: the
-// fallback's mutated arguments, collectives on a list).
+// in-place ops, the fallback's mutated arguments, collectives on a list);
+// a wrapped tensor's update is applied to its storage at once.
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
 // Records a functional tensor's new value (replace_ done) as an update of
 // its storage and applies it at once. torch 1.13's commit_update marks the

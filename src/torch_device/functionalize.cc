@@ -3,7 +3,7 @@
 // self and has a functional form. On the xla device they skip torch's
 // check on meta tensors (about 40% of an add_'s cost: BENCHMARKS.md, "#36:
 // in-place ops without the meta check") and apply the update to the
-// tensor's storage at once (commit_in_place: torch 1.13 keeps every old
+// tensor's storage at once (set_value_of: torch 1.13 keeps every old
 // value until a view syncs, a leak of the tensor's size per op). The
 // updates of training (zero_grad, gradient accumulation, the optimizers,
 // in-place activations) have unboxed kernels; the rest share a boxed one.
@@ -17,14 +17,18 @@
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "torch_device/bridge.h"
+#include "torch_device/dtypes.h"
+#include "torch_device/in_place_values.h"
 
 namespace ordo::torch_device {
 namespace {
@@ -58,26 +62,24 @@ bool is_functional(const T&) {
 }
 bool is_functional(const at::Tensor& tensor) { return functional::isFunctionalTensor(tensor); }
 
-// What the meta check would have refused, asked of the functional op's
-// result instead (torch's words, which users match).
-void check_writable(const at::Tensor& self, const at::Tensor& result) {
-  TORCH_CHECK(result.sizes() == self.sizes(), "output with shape ", self.sizes(),
-              " doesn't match the broadcast shape ", result.sizes());
-  TORCH_CHECK(c10::canCast(result.scalar_type(), self.scalar_type()), "result type ", result.scalar_type(),
-              " can't be cast to the desired output type ", self.scalar_type());
+// self on the xla device takes value, the functional op's: checked for
+// what the meta check would have refused (in torch's words, which users
+// match) and applied to self's storage at once.
+at::Tensor& take_value(at::Tensor& self, ordo::Tensor value) {
+  const c10::IntArrayRef sizes(value.shape().data(), value.shape().size());
+  TORCH_CHECK(sizes == self.sizes(), "output with shape ", self.sizes(), " doesn't match the broadcast shape ", sizes);
+  const c10::ScalarType type = shown_scalar_type_of(value.dtype());
+  TORCH_CHECK(c10::canCast(type, self.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
+              self.scalar_type());
+  set_value_of(self, std::move(value));
+  return self;
 }
 
-// self takes result, the functional op's value. On the xla device the
-// result is checked against self and the update applied to the storage at
-// once; elsewhere the update waits, as torch's kernel leaves it.
-at::Tensor& take_result(at::Tensor& self, const at::Tensor& result, bool on_xla) {
-  if (on_xla) check_writable(self, result);
+// self elsewhere takes result, the functional op's: the update waits, as
+// torch's kernel leaves it.
+at::Tensor& take_result(at::Tensor& self, const at::Tensor& result) {
   functional::replace_(self, result);
-  if (on_xla) {
-    commit_in_place(self);
-  } else {
-    functional::commit_update(self);
-  }
+  functional::commit_update(self);
   functional::sync(self);
   return self;
 }
@@ -85,13 +87,14 @@ at::Tensor& take_result(at::Tensor& self, const at::Tensor& result, bool on_xla)
 // self = Functional(self, args...), as functionalization writes an
 // in-place op. On the xla device the functional op itself refuses bad
 // operands (devices, dtypes, alpha), and what remains of the meta check is
-// check_writable; elsewhere the op runs on meta tensors first, as torch's
-// kernel does.
-template <class InPlace, class Functional, class Schema = typename InPlace::schema>
+// take_value's; its value is kValue's where the op has one
+// (in_place_values.h). Elsewhere the op runs on meta tensors first, as
+// torch's kernel does.
+template <class InPlace, class Functional, auto kValue = nullptr, class Schema = typename InPlace::schema>
 struct InPlaceUpdate;
 
-template <class InPlace, class Functional, class... Args>
-struct InPlaceUpdate<InPlace, Functional, at::Tensor&(at::Tensor&, Args...)> {
+template <class InPlace, class Functional, auto kValue, class... Args>
+struct InPlaceUpdate<InPlace, Functional, kValue, at::Tensor&(at::Tensor&, Args...)> {
   static at::Tensor& kernel(at::Tensor& self, Args... args) {
     if (!functional::isFunctionalTensor(self)) {
       TORCH_CHECK(!(is_functional(args) || ...), InPlace::name,
@@ -99,18 +102,28 @@ struct InPlaceUpdate<InPlace, Functional, at::Tensor&(at::Tensor&, Args...)> {
       at::AutoDispatchSkipFunctionalize below;
       return InPlace::call(self, args...);
     }
-    const at::Tensor self_value = unwrapped(self);
-    const bool on_xla = self_value.device().type() == c10::DeviceType::XLA;
-    at::Tensor result;
-    {
-      at::AutoDispatchSkipFunctionalize below;
-      if (!on_xla) {
+    at::Tensor self_value = unwrapped(self);
+    if (self_value.device().type() != c10::DeviceType::XLA) {
+      at::Tensor result;
+      {
+        at::AutoDispatchSkipFunctionalize below;
         at::Tensor self_meta = on_meta(self);
         InPlace::call(self_meta, on_meta(args)...);
+        result = Functional::call(self_value, unwrapped(args)...);
       }
-      result = Functional::call(self_value, unwrapped(args)...);
+      return take_result(self, result);
     }
-    return take_result(self, result, on_xla);
+    ordo::Tensor value;
+    {
+      at::AutoDispatchSkipFunctionalize below;
+      if constexpr (std::is_same_v<decltype(kValue), std::nullptr_t>) {
+        value = value_of(Functional::call(self_value, unwrapped(args)...));
+      } else {
+        value = kValue(self_value, unwrapped(args)...);
+      }
+    }
+    self_value.reset();  // held, it would keep set_value_of from updating self's value in place
+    return take_value(self, std::move(value));
   }
 };
 
@@ -163,7 +176,7 @@ class BoxedInPlaceUpdate final : public c10::OperatorKernel {
     }
     functional_.callBoxed(stack);
     const at::Tensor result = torch::jit::pop(*stack).toTensor();
-    torch::jit::push(*stack, take_result(self, result, on_xla));
+    torch::jit::push(*stack, on_xla ? take_value(self, value_of(result)) : take_result(self, result));
   }
 
  private:
@@ -183,8 +196,8 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   return InPlaceUpdate<at::_ops::copy_, at::_ops::copy>::kernel(self, src, non_blocking);
 }
 
-template <class InPlace, class Functional>
-constexpr auto update = TORCH_FN((InPlaceUpdate<InPlace, Functional>::kernel));
+template <class InPlace, class Functional, auto kValue = nullptr>
+constexpr auto update = TORCH_FN((InPlaceUpdate<InPlace, Functional, kValue>::kernel));
 
 // The dispatcher warns of any kernel that replaces another; these are
 // meant to.
@@ -277,16 +290,17 @@ void register_functionalize_kernels() {
   };
   using namespace at::_ops;
   impl("copy_", TORCH_FN(copy_));
-  impl("add_.Tensor", update<add__Tensor, add_Tensor>);
-  impl("add_.Scalar", update<add__Scalar, add_Scalar>);
-  impl("sub_.Tensor", update<sub__Tensor, sub_Tensor>);
-  impl("sub_.Scalar", update<sub__Scalar, sub_Scalar>);
-  impl("mul_.Tensor", update<mul__Tensor, mul_Tensor>);
-  impl("mul_.Scalar", update<mul__Scalar, mul_Scalar>);
-  impl("div_.Tensor", update<div__Tensor, div_Tensor>);
-  impl("div_.Scalar", update<div__Scalar, div_Scalar>);
-  impl("addcmul_", update<addcmul_, addcmul>);
-  impl("addcdiv_", update<addcdiv_, addcdiv>);
+  namespace values = in_place_values;
+  impl("add_.Tensor", update<add__Tensor, add_Tensor, values::add_Tensor>);
+  impl("add_.Scalar", update<add__Scalar, add_Scalar, values::add_Scalar>);
+  impl("sub_.Tensor", update<sub__Tensor, sub_Tensor, values::sub_Tensor>);
+  impl("sub_.Scalar", update<sub__Scalar, sub_Scalar, values::sub_Scalar>);
+  impl("mul_.Tensor", update<mul__Tensor, mul_Tensor, values::mul_Tensor>);
+  impl("mul_.Scalar", update<mul__Scalar, mul_Scalar, values::mul_Scalar>);
+  impl("div_.Tensor", update<div__Tensor, div_Tensor, values::div_Tensor>);
+  impl("div_.Scalar", update<div__Scalar, div_Scalar, values::div_Scalar>);
+  impl("addcmul_", update<addcmul_, at::_ops::addcmul, values::addcmul>);
+  impl("addcdiv_", update<addcdiv_, at::_ops::addcdiv, values::addcdiv>);
   impl("zero_", update<zero_, at::_ops::zero>);
   impl("fill_.Scalar", update<fill__Scalar, fill_Scalar>);
   impl("fill_.Tensor", update<fill__Tensor, fill_Tensor>);

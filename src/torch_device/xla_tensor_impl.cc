@@ -41,9 +41,11 @@ XlaTensorImpl::XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as)
 }
 
 void XlaTensorImpl::set_value(ordo::Tensor value) {
+  // An in-place update keeps the shape, and with it sizes and strides.
+  const bool same_shape = value.shape() == value_.shape();
   data_type_ = shown_type_of(value);
   value_ = held(std::move(value));
-  refresh_metadata();
+  if (!same_shape) refresh_metadata();
 }
 
 void XlaTensorImpl::refresh_metadata() {

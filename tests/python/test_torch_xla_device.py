@@ -229,6 +229,42 @@ def test_in_place_updates_write_their_tensor_and_its_views_as_on_the_cpu(update)
         torch.testing.assert_close(got, expected)
 
 
+def test_an_in_place_update_reaches_every_alias_and_no_other_tensor():
+    # An update is set in place when no alias shares the tensor's value
+    # (bridge.cc, sole_value); each alias here must see it, or not, as on the CPU.
+    def run(device):
+        seen = []
+        t = torch.arange(6.0).reshape(2, 3).to(device)
+        data = t.data
+        t.add_(1)
+        seen.append(data.cpu().clone())
+        detached = t.detach()
+        t.mul_(2)
+        seen.append(detached.cpu().clone())
+        del data, detached
+        row = t[0]
+        t.sub_(1)
+        seen.append(row.cpu().clone())
+        del row
+        t.add_(10)  # its views gone: alone again
+        seen.append(t.cpu().clone())
+        t[1].add_(100)
+        t.add_(1)
+        seen.append(t.cpu().clone())
+        x = torch.ones(3).to(device)
+        y = x * 2
+        x.add_(y)
+        seen += [y.cpu().clone(), x.cpu().clone()]
+        half = torch.zeros(3, dtype=torch.bfloat16).to(device)
+        half.add_(torch.full((3,), 1.3).to(device))  # a float32 result written as bfloat16
+        seen.append(half.cpu().clone())
+        return seen
+
+    for got, expected in zip(run(xm.xla_device()), run("cpu")):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
 IN_PLACE_REFUSALS = {
     "a broadcast that grows the output": lambda d: torch.ones(3, device=d).add_(torch.ones(2, 3, device=d)),
     "a float result into ints": lambda d: torch.ones(2, dtype=torch.long, device=d).div_(torch.ones(2, device=d)),
