@@ -23,9 +23,15 @@ struct Pair {
 
 // at::result_type, without its trip through the dispatcher in the cases
 // that decide themselves: operands of one dtype, or a floating tensor and
-// a real number.
+// a real number (as a Scalar, or wrapped in a 0-d tensor, as torch passes
+// `t * 0.5`).
 at::ScalarType promoted_type(const at::Tensor& self, const at::Tensor& other) {
-  return self.scalar_type() == other.scalar_type() ? self.scalar_type() : at::result_type(self, other);
+  if (self.scalar_type() == other.scalar_type()) return self.scalar_type();
+  if (other.unsafeGetTensorImpl()->is_wrapped_number() && at::isFloatingType(self.scalar_type()) &&
+      !at::isComplexType(other.scalar_type())) {
+    return self.scalar_type();
+  }
+  return at::result_type(self, other);
 }
 at::ScalarType promoted_type(const at::Tensor& self, const at::Scalar& other) {
   return at::isFloatingType(self.scalar_type()) && !other.isComplex() ? self.scalar_type()

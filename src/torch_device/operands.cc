@@ -43,6 +43,25 @@ bool is_literal(const ordo::Scalar& value) {
   return v == 0 || v == 1 || v == -1 || v == 2 || v == 0.5 || value.is_bool();
 }
 
+// A 0-d CPU tensor's number: read in place for the dtypes Python's
+// numbers become (torch wraps `t * 0.5`'s 0.5 as a 0-d double tensor),
+// where item() would go through the dispatcher.
+c10::Scalar number_of(const at::Tensor& scalar) {
+  if (scalar.is_cpu()) {
+    switch (scalar.scalar_type()) {
+      case at::kDouble:
+        return *scalar.data_ptr<double>();
+      case at::kLong:
+        return *scalar.data_ptr<int64_t>();
+      case at::kBool:
+        return *scalar.data_ptr<bool>();
+      default:
+        break;
+    }
+  }
+  return scalar.item();
+}
+
 }  // namespace
 
 ordo::Tensor constant(const c10::Scalar& value, DType dtype, int device) {
@@ -88,7 +107,7 @@ ordo::Tensor operand(const at::Tensor& tensor, DType dtype, int device, const ch
   }
   TORCH_CHECK(tensor.dim() == 0, op, ": expected all tensors on the xla device, got one on ", tensor.device(),
               " with sizes ", tensor.sizes());
-  return constant(tensor.item(), dtype, device);
+  return constant(number_of(tensor), dtype, device);
 }
 
 Shape ints_of(c10::SymIntArrayRef sizes) {

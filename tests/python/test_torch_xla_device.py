@@ -43,6 +43,27 @@ def test_elementwise_reductions_and_products_match_the_cpu():
         torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
 
 
+NUMBER_OPERANDS = {  # a Python number (torch wraps it in a 0-d CPU tensor) or a 0-d CPU tensor
+    "float32 * 0.3": (torch.float32, lambda t: t * 0.3),
+    "bfloat16 * 0.3": (torch.bfloat16, lambda t: t * 0.3),
+    "float16 + 7": (torch.float16, lambda t: t + 7),
+    "int64 * 2.5": (torch.int64, lambda t: t * 2.5),
+    "int32 * 3": (torch.int32, lambda t: t * 3),
+    "float32 * True": (torch.float32, lambda t: t * True),
+    "float64 / 3": (torch.float64, lambda t: t / 3),
+    "int32 * a float32 0-d tensor": (torch.int32, lambda t: t * torch.tensor(2.5)),
+    "float32 * an int32 0-d tensor": (torch.float32, lambda t: t * torch.tensor(3, dtype=torch.int32)),
+}
+
+
+@pytest.mark.parametrize("dtype, op", NUMBER_OPERANDS.values(), ids=NUMBER_OPERANDS.keys())
+def test_numbers_and_0d_cpu_tensors_promote_as_on_the_cpu(dtype, op):
+    cpu = torch.arange(5).to(dtype)
+    expected, got = op(cpu), op(cpu.to(xm.xla_device())).cpu()
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, float("inf"), float("-inf")])
 def test_vector_norms_and_their_gradients_match_the_cpu(p):
     torch.manual_seed(0)
