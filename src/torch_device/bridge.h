@@ -44,8 +44,8 @@ void commit_in_place(const at::Tensor& functional);
 using ErrorTranslator = void (*)(std::exception_ptr error);
 void set_error_translator(ErrorTranslator translator);
 
-// ordo's Functionalize kernels for copy_ and the in-place arithmetic of
-// training (functionalize.cc); the module calls it once.
+// ordo's Functionalize kernels for copy_, the in-place ops and the out= ops
+// (functionalize.cc); the module calls it once.
 void register_functionalize_kernels();
 
 // A CPU tensor's contents as a lazy value on the device (a device-data leaf).

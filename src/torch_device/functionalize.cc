@@ -7,6 +7,7 @@
 // value until a view syncs, a leak of the tensor's size per op). The
 // updates of training (zero_grad, gradient accumulation, the optimizers,
 // in-place activations) have unboxed kernels; the rest share a boxed one.
+// The out= ops share another (BoxedOutUpdate), for the same leak.
 //
 // An override replaces torch's kernel for every backend, so each kernel
 // here also does what torch's does for tensors that are not on the xla
@@ -148,6 +149,24 @@ bool holds_functional(const c10::IValue& argument) {
   return std::any_of(elements.begin(), elements.end(), holds_functional);
 }
 
+// An update of a tensor that is not functional runs as torch's kernel runs
+// it, and none of its arguments may be functional either. Whether it ran.
+bool ran_unwrapped(const c10::OperatorHandle& op, const at::Tensor& written, torch::jit::Stack* stack) {
+  if (functional::isFunctionalTensor(written)) return false;
+  const auto arguments = stack->end() - static_cast<std::ptrdiff_t>(op.schema().arguments().size());
+  TORCH_CHECK(std::none_of(arguments, stack->end(), holds_functional), op.schema().name(),
+              ": a tensor that is not functional cannot be updated from a functional one");
+  at::AutoDispatchSkipFunctionalize below;
+  op.callBoxed(stack);
+  return true;
+}
+
+// The arguments from `from` to the stack's end, as the functional op below
+// functionalization takes them.
+void unwrap_arguments(torch::jit::Stack::iterator from, torch::jit::Stack* stack) {
+  for (auto it = from; it != stack->end(); ++it) *it = mapped(*it, [](const at::Tensor& t) { return unwrapped(t); });
+}
+
 // InPlaceUpdate for any other in-place op, boxed: functional_ is the op's
 // functional form.
 class BoxedInPlaceUpdate final : public c10::OperatorKernel {
@@ -157,13 +176,7 @@ class BoxedInPlaceUpdate final : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     const auto arguments = stack->end() - static_cast<std::ptrdiff_t>(op.schema().arguments().size());
     at::Tensor self = arguments->toTensor();
-    if (!functional::isFunctionalTensor(self)) {
-      TORCH_CHECK(std::none_of(arguments, stack->end(), holds_functional), op.schema().name(),
-                  ": a tensor that is not functional cannot be updated from a functional one");
-      at::AutoDispatchSkipFunctionalize below;
-      op.callBoxed(stack);
-      return;
-    }
+    if (ran_unwrapped(op, self, stack)) return;
     const bool on_xla = unwrapped(self).device().type() == c10::DeviceType::XLA;
     at::AutoDispatchSkipFunctionalize below;
     if (!on_xla) {
@@ -171,12 +184,45 @@ class BoxedInPlaceUpdate final : public c10::OperatorKernel {
       for (c10::IValue& argument : meta) argument = mapped(argument, [](const at::Tensor& t) { return on_meta(t); });
       op.callBoxed(&meta);
     }
-    for (auto it = arguments; it != stack->end(); ++it) {
-      *it = mapped(*it, [](const at::Tensor& t) { return unwrapped(t); });
-    }
+    unwrap_arguments(arguments, stack);
     functional_.callBoxed(stack);
     const at::Tensor result = torch::jit::pop(*stack).toTensor();
     torch::jit::push(*stack, on_xla ? take_value(self, value_of(result)) : take_result(self, result));
+  }
+
+ private:
+  c10::OperatorHandle functional_;
+};
+
+// out = Functional(args...) for an out= op, boxed: functional_ is the op's
+// functional form. torch's kernel commits the update without applying it
+// (as commit_update does for in-place ops: the storage would keep every
+// value out had). On the xla device out takes the value at once, resized
+// as torch resizes it, after torch's check that the dtype can be cast.
+class BoxedOutUpdate final : public c10::OperatorKernel {
+ public:
+  explicit BoxedOutUpdate(c10::OperatorHandle functional) : functional_(std::move(functional)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    const auto arguments = stack->end() - static_cast<std::ptrdiff_t>(op.schema().arguments().size());
+    at::Tensor out = stack->back().toTensor();
+    if (ran_unwrapped(op, out, stack)) return;
+    const bool on_xla = unwrapped(out).device().type() == c10::DeviceType::XLA;
+    stack->pop_back();
+    unwrap_arguments(arguments, stack);
+    {
+      at::AutoDispatchSkipFunctionalize below;
+      functional_.callBoxed(stack);
+    }
+    const at::Tensor result = torch::jit::pop(*stack).toTensor();
+    if (on_xla) {
+      TORCH_CHECK(c10::canCast(result.scalar_type(), out.scalar_type()), "result type ", result.scalar_type(),
+                  " can't be cast to the desired output type ", out.scalar_type());
+      set_value_of(out, value_of(result));
+    } else {
+      take_result(out, result);
+    }
+    torch::jit::push(*stack, out);
   }
 
  private:
@@ -215,15 +261,41 @@ bool writes(const c10::Argument& argument) {
 
 bool is_tensor(const c10::Argument& argument) { return argument.type()->kind() == c10::TypeKind::TensorType; }
 
-bool same_arguments(const c10::FunctionSchema& a, const c10::FunctionSchema& b) {
-  return std::equal(a.arguments().begin(), a.arguments().end(), b.arguments().begin(), b.arguments().end(),
+// Whether op's arguments, less its last `dropped`, are functional's.
+bool same_arguments(const c10::FunctionSchema& op, const c10::FunctionSchema& functional, size_t dropped = 0) {
+  const auto& arguments = op.arguments();
+  if (arguments.size() < dropped) return false;
+  return std::equal(arguments.begin(), arguments.end() - static_cast<std::ptrdiff_t>(dropped),
+                    functional.arguments().begin(), functional.arguments().end(),
                     [](const c10::Argument& x, const c10::Argument& y) {
                       return x.name() == y.name() && *x.type() == *y.type();
                     });
 }
 
-struct InPlaceForm {
-  c10::OperatorHandle in_place;
+bool returns_a_new_tensor(const c10::FunctionSchema& schema) {
+  return schema.returns().size() == 1 && is_tensor(schema.returns()[0]) && schema.returns()[0].alias_info() == nullptr;
+}
+
+// An op with a Functionalize kernel of its own: torch's kernel for it is
+// the one to replace (an op that decomposes is left to its parts).
+bool functionalized_itself(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::Functionalize) &&
+         !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
+}
+
+using OpsByName = std::unordered_map<std::string, std::vector<c10::OperatorHandle>>;
+
+OpsByName ops_by_name() {
+  c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
+  OpsByName by_name;
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (auto op = dispatcher.findOp(name); op && op->hasSchema()) by_name[name.name].push_back(*op);
+  }
+  return by_name;
+}
+
+struct UpdateForm {
+  c10::OperatorHandle update;
   c10::OperatorHandle functional;
 };
 
@@ -235,12 +307,7 @@ struct InPlaceForm {
 // overload) that returns one new tensor. The updates of lists (_foreach_)
 // are left to torch; resize_, _resize_output_ and set_ change storage,
 // which torch's kernels handle apart.
-std::vector<InPlaceForm> in_place_forms() {
-  c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
-  std::unordered_map<std::string, std::vector<c10::OperatorHandle>> by_name;
-  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
-    if (auto op = dispatcher.findOp(name); op && op->hasSchema()) by_name[name.name].push_back(*op);
-  }
+std::vector<UpdateForm> in_place_forms(const OpsByName& by_name) {
   static const std::unordered_set<std::string_view> storage_changes = {"aten::resize_", "aten::resize_as_",
                                                                         "aten::_resize_output_", "aten::set_"};
   auto functional_form = [&](const std::string& name, const c10::FunctionSchema& schema) {
@@ -251,9 +318,7 @@ std::vector<InPlaceForm> in_place_forms() {
       const auto functionals = by_name.find(candidate);
       if (functionals == by_name.end()) continue;
       for (const c10::OperatorHandle& functional : functionals->second) {
-        const c10::FunctionSchema& f = functional.schema();
-        if (f.returns().size() == 1 && is_tensor(f.returns()[0]) && f.returns()[0].alias_info() == nullptr &&
-            same_arguments(schema, f)) {
+        if (returns_a_new_tensor(functional.schema()) && same_arguments(schema, functional.schema())) {
           match = functional;
           ++matches;
         }
@@ -261,17 +326,44 @@ std::vector<InPlaceForm> in_place_forms() {
     }
     return matches == 1 ? match : std::nullopt;
   };
-  std::vector<InPlaceForm> forms;
+  std::vector<UpdateForm> forms;
   for (const auto& [name, ops] : by_name) {
     if (name.size() < 2 || name.back() != '_' || storage_changes.count(name)) continue;
     for (const c10::OperatorHandle& op : ops) {
       const auto& arguments = op.schema().arguments();
-      if (arguments.empty() || !is_tensor(arguments[0]) || !writes(arguments[0]) || std::any_of(arguments.begin() + 1, arguments.end(), writes) ||
-          !op.hasKernelForDispatchKey(c10::DispatchKey::Functionalize) ||
-          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+      if (arguments.empty() || !is_tensor(arguments[0]) || !writes(arguments[0]) ||
+          std::any_of(arguments.begin() + 1, arguments.end(), writes) || !functionalized_itself(op)) {
         continue;
       }
       if (auto functional = functional_form(name, op.schema())) forms.push_back({op, *functional});
+    }
+  }
+  return forms;
+}
+
+// The out= ops torch functionalizes as out = functional(args...): the
+// overload "out" of an op, writing its last argument (a tensor) and
+// nothing else, whose overloads include exactly one of the same arguments
+// less out that returns one new tensor. Ops of several outs (max.dim_max)
+// are left to torch.
+std::vector<UpdateForm> out_forms(const OpsByName& by_name) {
+  std::vector<UpdateForm> forms;
+  for (const auto& [name, ops] : by_name) {
+    for (const c10::OperatorHandle& op : ops) {
+      const c10::FunctionSchema& schema = op.schema();
+      const auto& arguments = schema.arguments();
+      if (op.operator_name().overload_name != "out" || arguments.empty() || !is_tensor(arguments.back()) ||
+          std::count_if(arguments.begin(), arguments.end(), writes) != 1 || !writes(arguments.back()) ||
+          !functionalized_itself(op)) {
+        continue;
+      }
+      std::vector<c10::OperatorHandle> functionals;
+      for (const c10::OperatorHandle& functional : ops) {
+        if (returns_a_new_tensor(functional.schema()) && same_arguments(schema, functional.schema(), 1)) {
+          functionals.push_back(functional);
+        }
+      }
+      if (functionals.size() == 1) forms.push_back({op, functionals.front()});
     }
   }
   return forms;
@@ -310,11 +402,16 @@ void register_functionalize_kernels() {
   impl("exp_", update<exp_, at::_ops::exp>);
   impl("sigmoid_", update<sigmoid_, at::_ops::sigmoid>);
   impl("tanh_", update<tanh_, at::_ops::tanh>);
-  for (const InPlaceForm& form : in_place_forms()) {
-    const std::string name = full_name(form.in_place.operator_name());
+  const OpsByName by_name = ops_by_name();
+  for (const UpdateForm& form : in_place_forms(by_name)) {
+    const std::string name = full_name(form.update.operator_name());
     if (unboxed.count(name)) continue;
     library.impl(name.c_str(),
                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedInPlaceUpdate>(form.functional)));
+  }
+  for (const UpdateForm& form : out_forms(by_name)) {
+    library.impl(full_name(form.update.operator_name()).c_str(),
+                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedOutUpdate>(form.functional)));
   }
 }
 

@@ -327,6 +327,8 @@ LONG_LIVED_UPDATES = {
     "add_ through a row": lambda t, o: t[1].add_(1),
     "uniform_": lambda t, o: t.uniform_(),
     "normal_": lambda t, o: t.normal_(),
+    "add with out=": lambda t, o: torch.add(o, 1, out=t),
+    "mm with out=": lambda t, o: torch.mm(o, o, out=t),
 }
 
 
@@ -344,6 +346,42 @@ def test_an_in_place_update_leaves_no_old_value_behind(update):
         update(t, o)
     xm.mark_step(wait=True)
     assert live_tensors() - before <= 2
+
+
+OUT_OPS = {  # ordo's Functionalize kernel for every out= op (functionalize.cc, BoxedOutUpdate)
+    "add": lambda a, b, out: torch.add(a, b, alpha=2, out=out),
+    "mul by a number": lambda a, b, out: torch.mul(a, 3, out=out),
+    "mm, resizing out": lambda a, b, out: torch.mm(a, b.t(), out=out),
+    "sum, resizing out": lambda a, b, out: torch.sum(a, 0, out=out),
+    "cat, resizing out": lambda a, b, out: torch.cat([a, b], out=out),
+    "into float64": lambda a, b, out: torch.add(a, b, out=out.double()),
+    "into int64 (refused)": lambda a, b, out: torch.add(a, b, out=out.long()),
+}
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("op", OUT_OPS.values(), ids=OUT_OPS.keys())
+def test_out_ops_write_out_and_its_views_as_on_the_cpu(op):
+    results = []
+    for device in ("cpu", xm.xla_device()):
+        a, b = torch.arange(6.0).reshape(2, 3).to(device), torch.linspace(-1, 1, 6).reshape(2, 3).to(device)
+        out = torch.zeros(2, 3).to(device)
+        row = out[0]
+        try:
+            written = op(a, b, out)
+        except RuntimeError as error:
+            results.append(str(error).split(" can't")[0])
+            continue
+        # A view of an out that was resized is regenerated from the new
+        # value, as functionalization has it (torch's CPU view keeps its
+        # old shape): only an out of its own shape is checked through it.
+        results.append([written.cpu().clone()] + ([row.cpu().clone()] if written.shape == (2, 3) else []))
+    if isinstance(results[0], str):
+        assert results[1] == results[0]
+        return
+    for got, expected in zip(results[1], results[0]):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected)
 
 
 def test_a_training_loop_keeps_as_many_tensors_at_step_30_as_at_step_5():
