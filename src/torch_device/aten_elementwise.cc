@@ -166,22 +166,6 @@ at::Tensor sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& out
   return make_xla(ordo::mul(p.a, ordo::mul(p.b, ordo::sub(one, p.b))));
 }
 
-// self + value * t1 * t2 and self + value * t1 / t2: Adam's updates.
-ordo::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  const int device = device_of({&self, &t1, &t2}, "addcmul");
-  const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
-  ordo::Tensor product = ordo::mul(operand(t1, dtype, device, "addcmul"), operand(t2, dtype, device, "addcmul"));
-  return ordo::add(operand(self, dtype, device, "addcmul"), scaled(product, value));
-}
-ordo::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  const int device = device_of({&self, &t1, &t2}, "addcdiv");
-  TORCH_CHECK(!at::isIntegralType(t1.scalar_type(), true) || !at::isIntegralType(t2.scalar_type(), true),
-              "addcdiv: tensor1 and tensor2 are both integers; torch refuses integer division here "
-              "(use tensor1 / tensor2 with the rounding_mode you mean, or floating tensors)");
-  const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
-  ordo::Tensor quotient = ordo::div(operand(t1, dtype, device, "addcdiv"), operand(t2, dtype, device, "addcdiv"));
-  return ordo::add(operand(self, dtype, device, "addcdiv"), scaled(quotient, value));
-}
 // self + weight * (end - self)
 at::Tensor lerp(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
   Pair p = promoted(self, end, "lerp");
@@ -235,11 +219,21 @@ ordo::Tensor mul_Tensor(const at::Tensor& self, const at::Tensor& other) { retur
 ordo::Tensor mul_Scalar(const at::Tensor& self, const at::Scalar& other) { return binary_value<ordo::mul>(self, other); }
 ordo::Tensor div_Tensor(const at::Tensor& self, const at::Tensor& other) { return torch_device::div(self, other); }
 ordo::Tensor div_Scalar(const at::Tensor& self, const at::Scalar& other) { return torch_device::div(self, other); }
+// self + value * t1 * t2 and self + value * t1 / t2: Adam's updates.
 ordo::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  return torch_device::addcmul(self, t1, t2, value);
+  const int device = device_of({&self, &t1, &t2}, "addcmul");
+  const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
+  ordo::Tensor product = ordo::mul(operand(t1, dtype, device, "addcmul"), operand(t2, dtype, device, "addcmul"));
+  return ordo::add(operand(self, dtype, device, "addcmul"), scaled(product, value));
 }
 ordo::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  return torch_device::addcdiv(self, t1, t2, value);
+  const int device = device_of({&self, &t1, &t2}, "addcdiv");
+  TORCH_CHECK(!at::isIntegralType(t1.scalar_type(), true) || !at::isIntegralType(t2.scalar_type(), true),
+              "addcdiv: tensor1 and tensor2 are both integers; torch refuses integer division here "
+              "(use tensor1 / tensor2 with the rounding_mode you mean, or floating tensors)");
+  const DType dtype = dtype_of(at::native::result_type({self, t1, t2}));
+  ordo::Tensor quotient = ordo::div(operand(t1, dtype, device, "addcdiv"), operand(t2, dtype, device, "addcdiv"));
+  return ordo::add(operand(self, dtype, device, "addcdiv"), scaled(quotient, value));
 }
 
 }  // namespace in_place_values

@@ -63,15 +63,20 @@ bool is_functional(const T&) {
 }
 bool is_functional(const at::Tensor& tensor) { return functional::isFunctionalTensor(tensor); }
 
+// torch's refusal (in its words, which users match) of a result written
+// into a tensor of a type it cannot be cast to.
+void check_castable(c10::ScalarType result, const at::Tensor& written) {
+  TORCH_CHECK(c10::canCast(result, written.scalar_type()), "result type ", result,
+              " can't be cast to the desired output type ", written.scalar_type());
+}
+
 // self on the xla device takes value, the functional op's: checked for
-// what the meta check would have refused (in torch's words, which users
-// match) and applied to self's storage at once.
+// what the meta check would have refused and applied to self's storage
+// at once.
 at::Tensor& take_value(at::Tensor& self, ordo::Tensor value) {
   const c10::IntArrayRef sizes(value.shape().data(), value.shape().size());
   TORCH_CHECK(sizes == self.sizes(), "output with shape ", self.sizes(), " doesn't match the broadcast shape ", sizes);
-  const c10::ScalarType type = shown_scalar_type_of(value.dtype());
-  TORCH_CHECK(c10::canCast(type, self.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
-              self.scalar_type());
+  check_castable(shown_scalar_type_of(value.dtype()), self);
   set_value_of(self, std::move(value));
   return self;
 }
@@ -216,8 +221,7 @@ class BoxedOutUpdate final : public c10::OperatorKernel {
     }
     const at::Tensor result = torch::jit::pop(*stack).toTensor();
     if (on_xla) {
-      TORCH_CHECK(c10::canCast(result.scalar_type(), out.scalar_type()), "result type ", result.scalar_type(),
-                  " can't be cast to the desired output type ", out.scalar_type());
+      check_castable(result.scalar_type(), out);
       set_value_of(out, value_of(result));
     } else {
       take_result(out, result);
