@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -439,6 +440,24 @@ TEST(CpuPlacementTest, DriversShareTheirWorkersCpuUnlessThereAreTwoCpusPerDevice
       EXPECT_EQ(device::driver_cpu(ordinal, c.devices, c.cpus), c.drivers[ordinal])
           << "device " << ordinal << " of " << c.devices << " on " << c.cpus << " CPUs";
     }
+  }
+}
+
+TEST(CpuPlacementTest, ThreadsAreUnpinnedWhereSeveralDevicesDriversHandOffTheGil) {
+  struct Case {
+    std::optional<bool> setting;
+    bool hand_off_gil;
+    int local_devices;
+    bool binds;
+  };
+  for (const Case& c : std::vector<Case>{{std::nullopt, false, 4, true},
+                                         {std::nullopt, true, 1, true},
+                                         {std::nullopt, true, 2, false},
+                                         {true, true, 4, true},
+                                         {false, false, 1, false}}) {
+    EXPECT_EQ(device::binds_cpus(c.setting, c.hand_off_gil, c.local_devices), c.binds)
+        << "ORDO_CPU_BIND " << (c.setting ? (*c.setting ? "cores" : "none") : "unset") << ", GIL handed off "
+        << c.hand_off_gil << ", " << c.local_devices << " devices";
   }
 }
 

@@ -96,8 +96,15 @@ void spawn(const std::function<void(int)>& fn, int count = -1);
 // when the devices share the CPUs (then submitting a graph and waiting for it
 // never wakes another CPU), on a CPU of its own when there are two per
 // device. Binding lasts for the thread's life, and threads it starts inherit
-// it. ORDO_CPU_BIND=none turns off this and the pinning of workers.
+// it. ORDO_CPU_BIND=none turns off this and the pinning of workers, as
+// set_drivers_hand_off_gil does by default.
 void bind_thread_to_device(int device);
+// Says that the threads driving this process's devices hand Python's GIL to
+// each other in every op, as PyTorch's bindings do (ordo._torch says so
+// when it loads). With ORDO_CPU_BIND unset, a runtime started after this
+// with several local devices pins no thread: pinned, a torch_xla step on
+// 4 devices of 2 CPUs took 1.4 times as long (src/device/cpu_placement.h).
+void set_drivers_hand_off_gil(bool hand_off);
 
 // Every `int device = -1` argument: -1 is the calling thread's device, and
 // any other that does not exist throws InvalidArgument.

@@ -113,7 +113,8 @@ def bind_thread_to_device(dev):
     to a core: on the device's worker's CPU when devices share the CPUs, on
     a CPU of its own when there are two per device. spawn does this. Threads
     started by a bound thread inherit its CPU; ORDO_CPU_BIND=none turns all
-    binding off."""
+    binding off, as does ordo.torch_xla in a process of several devices
+    unless ORDO_CPU_BIND=cores."""
     _C.bind_thread_to_device(_ordinal(dev))
 
 

@@ -19,6 +19,8 @@ void bind_thread_to_device(int local_device) {
       device::driver_cpu(host_ordinal, topology.host_devices(), device::usable_cpu_count()));
 }
 
+void set_drivers_hand_off_gil(bool hand_off) { device::set_drivers_hand_off_gil(hand_off); }
+
 void spawn(const std::function<void(int)>& fn, int count) {
   // fn and the topology outlive the threads: finish() joins them all. fn
   // is given the device's global ordinal, by the topology as the spawn

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,7 +41,7 @@ struct Config {
   double collective_warn_seconds = 30.0;    // ORDO_COLLECTIVE_WARN_SECONDS
   double collective_timeout_seconds = 300.0;  // ORDO_COLLECTIVE_TIMEOUT_SECONDS
   int max_steps_ahead = 2;                  // ORDO_MAX_STEPS_AHEAD: 0 makes mark_step synchronous
-  bool cpu_bind = true;                     // ORDO_CPU_BIND: cores (true) or none
+  std::optional<bool> cpu_bind;             // ORDO_CPU_BIND: cores (true), none (false); unset: device/cpu_placement.h
   int kernel_threads = 0;                   // ORDO_KERNEL_THREADS: 0 is no cap beyond the free cores
   bool mpi_shm = true;                      // ORDO_MPI_SHM: headers between a host's processes through shared memory
   std::string mesh_address;                 // ORDO_MESH_ADDRESS: the process mesh's IPv4 address ("": chosen)

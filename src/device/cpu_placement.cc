@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "core/config.h"
@@ -31,9 +32,27 @@ const std::vector<int>& allowed_cpus() {
 // The CPU id the calling thread was pinned to alone, or -1.
 thread_local int pinned_alone_to = -1;
 
+std::atomic<bool> g_drivers_hand_off_gil{false};
+// Unset until the first runtime decides.
+std::atomic<int> g_binds{-1};
+
 }  // namespace
 
-bool cpu_binding_enabled() { return config().cpu_bind; }
+bool binds_cpus(std::optional<bool> setting, bool drivers_hand_off_gil, int local_devices) {
+  return setting.value_or(!drivers_hand_off_gil || local_devices <= 1);
+}
+
+void set_drivers_hand_off_gil(bool hand_off) { g_drivers_hand_off_gil.store(hand_off, std::memory_order_relaxed); }
+
+void decide_cpu_binding(int local_devices) {
+  g_binds.store(binds_cpus(config().cpu_bind, g_drivers_hand_off_gil.load(std::memory_order_relaxed), local_devices),
+                std::memory_order_relaxed);
+}
+
+bool cpu_binding_enabled() {
+  const int binds = g_binds.load(std::memory_order_relaxed);
+  return binds < 0 ? config().cpu_bind.value_or(true) : binds == 1;
+}
 
 int usable_cpu_count() { return static_cast<int>(allowed_cpus().size()); }
 

@@ -11,15 +11,32 @@
 // ORDO_CPU_BIND=none turns all pinning off: for hosts shared with other
 // jobs or with ordo processes of another job (each would pin device d to
 // the same CPU), and for device threads that start thread pools of their
-// own (a pinned thread's children inherit its CPU).
+// own (a pinned thread's children inherit its CPU). Unset, a runtime pins
+// unless its process drives several devices from threads that hand the
+// GIL to each other in every op, as PyTorch's Python bindings do (ordo's
+// own release it only to wait): a torch_xla data-parallel step on 4
+// devices of 2 CPUs took 2.5-3.8 ms pinned and 1.6-2.7 ms not, on 2
+// devices 1.2-1.5 and 0.9-1.3 ms; ordo's own API's step was the same
+// either way (BENCHMARKS.md, #36).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 namespace ordo::device {
 
-// Whether ordo pins threads: ORDO_CPU_BIND unset or "cores" (yes), or
-// "none" (core/config.h checks it when the runtime starts).
+// Whether a runtime pins threads: `setting` (ORDO_CPU_BIND: cores, none)
+// when made; unset, yes unless drivers_hand_off_gil and local_devices > 1.
+bool binds_cpus(std::optional<bool> setting, bool drivers_hand_off_gil, int local_devices);
+// Says whether this process's driving threads hand the GIL to each other in
+// every op (ordo._torch says so when it loads); a runtime that starts
+// later reads it.
+void set_drivers_hand_off_gil(bool hand_off);
+// Fixes whether ordo pins threads, for the runtime that starts now with
+// that many local devices (runtime.cc, before any worker starts).
+void decide_cpu_binding(int local_devices);
+// What the last decide_cpu_binding fixed; before any runtime, ORDO_CPU_BIND
+// unset or "cores" (yes), "none" (no).
 bool cpu_binding_enabled();
 // The CPUs this process was allowed when placement was first asked for.
 int usable_cpu_count();

@@ -49,6 +49,7 @@ Runtime::Runtime(comm::World world, uint64_t generation)
     : topology_(std::move(world.topology)), generation_(generation), communicator_(std::move(world.communicator)) {
   // Before any worker starts: the CPUs are read from this thread, not from
   // a pinned one.
+  device::decide_cpu_binding(topology_.local_devices());
   if (device::cpu_binding_enabled()) device::usable_cpu_count();
   device::set_host_devices(topology_.host_devices());
   for (const LocalDevice local : LocalDevices(topology_.local_devices())) {

@@ -6,6 +6,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "ordo/runtime.h"
 #include "torch_device/bridge.h"
 #include "torch_device/dtypes.h"
 
@@ -42,6 +43,9 @@ PYBIND11_MODULE(_torch, m) {
   m.doc() = "ordo as the runtime of PyTorch's xla device";
   set_error_translator(&raise_as_python);
   register_functionalize_kernels();
+  // PyTorch's bindings release the GIL in every op: several devices'
+  // drivers then run unpinned (ordo/runtime.h).
+  ordo::set_drivers_hand_off_gil(true);
   // XLA_USE_BF16 is read here, once, as torch_xla reads it when it starts.
   m.def("use_bf16", &use_bf16, "Whether XLA_USE_BF16 holds float32 tensors as bfloat16.");
   use_bf16();

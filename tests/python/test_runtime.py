@@ -71,9 +71,37 @@ def test_cpu_binding_follows_the_environment():
     unbound = run_python(CPU_BINDING, ORDO_NUM_DEVICES="2", ORDO_CPU_BIND="none")
     assert unbound == [allowed, allowed]
     assert bound == unbound if len(allowed) == 1 else all(len(cpus) == 1 for cpus in bound)
+    if len(allowed) > 1:
+        # Devices share the CPUs round-robin, each thread with its device's worker.
+        assert run_python(CPU_BINDING, ORDO_NUM_DEVICES=str(2 * len(allowed))) == [
+            [allowed[index % len(allowed)]] for index in range(2 * len(allowed))]
     assert run_python(CPU_BINDING, ORDO_CPU_BIND="cores") == run_python(CPU_BINDING)
     assert run_python(CPU_BINDING, ORDO_CPU_BIND="sideways") == [
         "ValueError", "ORDO_CPU_BIND: 'sideways' is not one of cores, none"]
+
+
+TORCH_XLA_BINDING = """
+    import json, os
+    import ordo.torch_xla.core.xla_model as xm
+    import ordo.torch_xla.distributed.xla_multiprocessing as xmp
+    found = {}
+    def replica(index):
+        found[index] = sorted(os.sched_getaffinity(0))
+    xmp.spawn(replica)
+    print(json.dumps([found[i] for i in sorted(found)]))
+"""
+
+
+# PyTorch's bindings hand the GIL between a process's drivers in every op:
+# with several devices, ordo pins nothing unless ORDO_CPU_BIND says cores.
+def test_several_torch_xla_devices_in_a_process_are_unpinned_by_default():
+    pytest.importorskip("torch")
+    allowed = sorted(os.sched_getaffinity(0))
+    assert run_python(TORCH_XLA_BINDING, ORDO_NUM_DEVICES="2") == [allowed, allowed]
+    if len(allowed) > 1:
+        assert all(len(cpus) == 1 for cpus in run_python(TORCH_XLA_BINDING, ORDO_NUM_DEVICES="2",
+                                                         ORDO_CPU_BIND="cores"))
+        assert [len(cpus) for cpus in run_python(TORCH_XLA_BINDING, ORDO_NUM_DEVICES="1")] == [1]
 
 
 def test_init_and_shutdown():
