@@ -68,11 +68,19 @@ ordo::Tensor scaled(const ordo::Tensor& value, const at::Scalar& alpha) {
 }
 
 // Each takes other as a tensor or a number (the .Tensor and .Scalar overloads).
+// On bools torch's sum is a logical or and its product a logical and
+// (ordo's own add and mul refuse two bools).
 template <typename Other>
 ordo::Tensor add(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
   Pair p = promoted(self, other, "add");
   at::native::alpha_check(scalar_type_of(p.dtype), alpha);
+  if (p.dtype == DType::kBool) return alpha.toBool() ? ordo::logical_or(p.a, p.b) : p.a;
   return ordo::add(p.a, scaled(p.b, alpha));
+}
+template <typename Other>
+ordo::Tensor mul(const at::Tensor& self, const Other& other) {
+  Pair p = promoted(self, other, "mul");
+  return p.dtype == DType::kBool ? ordo::logical_and(p.a, p.b) : ordo::mul(p.a, p.b);
 }
 template <typename Other>
 ordo::Tensor sub(const at::Tensor& self, const Other& other, const at::Scalar& alpha) {
@@ -215,8 +223,8 @@ ordo::Tensor sub_Tensor(const at::Tensor& self, const at::Tensor& other, const a
 ordo::Tensor sub_Scalar(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
   return torch_device::sub(self, other, alpha);
 }
-ordo::Tensor mul_Tensor(const at::Tensor& self, const at::Tensor& other) { return binary_value<ordo::mul>(self, other); }
-ordo::Tensor mul_Scalar(const at::Tensor& self, const at::Scalar& other) { return binary_value<ordo::mul>(self, other); }
+ordo::Tensor mul_Tensor(const at::Tensor& self, const at::Tensor& other) { return torch_device::mul(self, other); }
+ordo::Tensor mul_Scalar(const at::Tensor& self, const at::Scalar& other) { return torch_device::mul(self, other); }
 ordo::Tensor div_Tensor(const at::Tensor& self, const at::Tensor& other) { return torch_device::div(self, other); }
 ordo::Tensor div_Scalar(const at::Tensor& self, const at::Scalar& other) { return torch_device::div(self, other); }
 // self + value * t1 * t2 and self + value * t1 / t2: Adam's updates.

@@ -64,6 +64,43 @@ def test_numbers_and_0d_cpu_tensors_promote_as_on_the_cpu(dtype, op):
     torch.testing.assert_close(got, expected, rtol=0, atol=0)
 
 
+BOOL_ARITHMETIC = {  # torch's sum of bools is a logical or, its product a logical and
+    "a + b": lambda a, b: a + b,
+    "a + True": lambda a, b: a + True,
+    "a * b": lambda a, b: a * b,
+    "a * False": lambda a, b: a * False,
+    "add, alpha 2": lambda a, b: torch.add(a, b, alpha=2),
+    "add, alpha False": lambda a, b: torch.add(a, b, alpha=False),
+    "a * a 0-d True": lambda a, b: a * torch.tensor(True),
+    "broadcast a[:, None] * b": lambda a, b: a[:, None] * b,
+    "a.add_(b)": lambda a, b: a.clone().add_(b),
+    "a.mul_(b)": lambda a, b: a.clone().mul_(b),
+    "a += True": lambda a, b: a.clone().__iadd__(True),
+    "a + 1 (int64)": lambda a, b: a + 1,
+}
+
+
+@pytest.mark.parametrize("op", BOOL_ARITHMETIC.values(), ids=BOOL_ARITHMETIC.keys())
+def test_bool_sums_and_products_are_logical_as_on_the_cpu(op):
+    a = torch.tensor([True, False, True, False])
+    b = torch.tensor([True, True, False, False])
+    d = xm.xla_device()
+    expected, got = op(a, b), op(a.to(d), b.to(d)).cpu()
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_bool_subtraction_and_a_float_update_of_a_bool_are_refused_as_on_the_cpu():
+    a = torch.tensor([True, False])
+    x = a.to(xm.xla_device())
+    for op in (lambda t: t - t, lambda t: t.mul_(2.5)):
+        with pytest.raises(RuntimeError):
+            op(a.clone())
+        with pytest.raises(RuntimeError):
+            op(x)
+    assert x.cpu().tolist() == [True, False]
+
+
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, float("inf"), float("-inf")])
 def test_vector_norms_and_their_gradients_match_the_cpu(p):
     torch.manual_seed(0)
