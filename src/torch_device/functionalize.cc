@@ -29,7 +29,9 @@
 
 #include "torch_device/bridge.h"
 #include "torch_device/dtypes.h"
+#include "torch_device/foreach.h"
 #include "torch_device/in_place_values.h"
+#include "torch_device/op_schemas.h"
 
 namespace ordo::torch_device {
 namespace {
@@ -255,16 +257,6 @@ struct Silent final : c10::WarningHandler {
   void process(const c10::SourceLocation&, const std::string&, bool) override {}
 };
 
-std::string full_name(const c10::OperatorName& name) {
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
-
-bool writes(const c10::Argument& argument) {
-  return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
-}
-
-bool is_tensor(const c10::Argument& argument) { return argument.type()->kind() == c10::TypeKind::TensorType; }
-
 // Whether op's arguments, less its last `dropped`, are functional's.
 bool same_arguments(const c10::FunctionSchema& op, const c10::FunctionSchema& functional, size_t dropped = 0) {
   const auto& arguments = op.arguments();
@@ -287,17 +279,6 @@ bool functionalized_itself(const c10::OperatorHandle& op) {
          !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
 }
 
-using OpsByName = std::unordered_map<std::string, std::vector<c10::OperatorHandle>>;
-
-OpsByName ops_by_name() {
-  c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
-  OpsByName by_name;
-  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
-    if (auto op = dispatcher.findOp(name); op && op->hasSchema()) by_name[name.name].push_back(*op);
-  }
-  return by_name;
-}
-
 struct UpdateForm {
   c10::OperatorHandle update;
   c10::OperatorHandle functional;
@@ -309,7 +290,7 @@ struct UpdateForm {
 // with a Functionalize kernel of their own (ops that decompose are left to
 // their parts), and a functional form of the same arguments (in any
 // overload) that returns one new tensor. The updates of lists (_foreach_)
-// are left to torch; resize_, _resize_output_ and set_ change storage,
+// are foreach.cc's; resize_, _resize_output_ and set_ change storage,
 // which torch's kernels handle apart.
 std::vector<UpdateForm> in_place_forms(const OpsByName& by_name) {
   static const std::unordered_set<std::string_view> storage_changes = {"aten::resize_", "aten::resize_as_",
@@ -417,6 +398,7 @@ void register_functionalize_kernels() {
     library.impl(full_name(form.update.operator_name()).c_str(),
                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedOutUpdate>(form.functional)));
   }
+  register_foreach_kernels(library, by_name);
 }
 
 }  // namespace ordo::torch_device

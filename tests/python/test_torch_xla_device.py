@@ -1,6 +1,7 @@
 """PyTorch's xla device run by ordo (ordo.torch_xla): tensors, ops, views,
 in-place ops, fallbacks and errors, against torch on the CPU."""
 
+import copy
 import time
 
 import pytest
@@ -383,6 +384,76 @@ def test_an_in_place_update_leaves_no_old_value_behind(update):
         update(t, o)
     xm.mark_step(wait=True)
     assert live_tensors() - before <= 2
+
+
+FOREACH_OPS = {  # ordo's Functionalize kernels for the list ops (foreach.cc): each element's op
+    "_foreach_add_ of lists, alpha": lambda a, b: torch._foreach_add_(a, b, alpha=-0.5),
+    "_foreach_mul_ by a number": lambda a, b: torch._foreach_mul_(a, 0.9),
+    "_foreach_div_ by a list of numbers": lambda a, b: torch._foreach_div_(a, [2.0, 4.0, 8.0]),
+    "_foreach_addcmul_": lambda a, b: torch._foreach_addcmul_(a, b, b, value=0.1),
+    "_foreach_addcdiv_ by numbers": lambda a, b: torch._foreach_addcdiv_(a, b, [x.abs() + 1 for x in b], [1.0, 2.0, 3.0]),
+    "_foreach_sqrt_": lambda a, b: torch._foreach_sqrt_([x.abs() for x in a]),
+    "_foreach_zero_": lambda a, b: torch._foreach_zero_(a),
+    "_foreach_maximum_ (no maximum_: maximum, copied back)": lambda a, b: torch._foreach_maximum_(a, b),
+    "_foreach_add, new tensors": lambda a, b: torch._foreach_add(a, b),
+    "_foreach_neg, new tensors": lambda a, b: torch._foreach_neg(a),
+    "_foreach_norm": lambda a, b: torch._foreach_norm(a),
+}
+
+
+@pytest.mark.parametrize("op", FOREACH_OPS.values(), ids=FOREACH_OPS.keys())
+def test_list_ops_match_the_cpu_and_update_in_place(op):
+    torch.manual_seed(0)
+    shapes = [(4, 3), (5,), (2, 2, 2)]
+    a, b = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
+    d = xm.xla_device()
+    xa, xb = [t.to(d) for t in a], [t.to(d) for t in b]
+    expected, got = op(a, b), op(xa, xb)
+    if expected is None:
+        assert got is None
+        expected, got = a, xa
+    assert len(got) == len(expected)
+    for x, e in zip(got, expected):
+        assert x.device.type == "xla"
+        torch.testing.assert_close(x.cpu(), e, rtol=1e-6, atol=1e-6)
+
+
+def test_list_ops_of_different_lengths_or_none_are_refused():
+    d = xm.xla_device()
+    a = [torch.ones(2, device=d), torch.ones(3, device=d)]
+    with pytest.raises(RuntimeError, match="one length"):
+        torch._foreach_add_(a, [torch.ones(2, device=d)])
+    with pytest.raises(RuntimeError):
+        torch._foreach_add_([], [])
+    assert [t.cpu().tolist() for t in a] == [[1.0, 1.0], [1.0, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, foreach=True),
+    lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True),
+    lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1, foreach=True),
+], ids=["SGD", "Adam", "AdamW"])
+def test_foreach_optimizers_train_as_on_the_cpu_and_keep_no_old_values(make):
+    """torch.optim's foreach=True updates every parameter with one list op;
+    on the xla device torch's own kernels for them failed (no meta kernel)."""
+    torch.manual_seed(0)
+    cpu_net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    d = xm.xla_device()
+    xla_net = copy.deepcopy(cpu_net).to(d)
+    x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
+    xx, xy = x.to(d), y.to(d)
+    cpu_opt, xla_opt = make(cpu_net.parameters()), make(xla_net.parameters())
+    for step in range(12):
+        for net, opt, inputs, labels in ((cpu_net, cpu_opt, x, y), (xla_net, xla_opt, xx, xy)):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(inputs), labels).backward()
+            opt.step()
+        xm.mark_step(wait=True)
+        if step == 4:
+            before = live_tensors()
+    assert live_tensors() - before <= 2
+    for p, q in zip(cpu_net.parameters(), xla_net.parameters()):
+        torch.testing.assert_close(q.cpu(), p, rtol=1e-4, atol=1e-5)
 
 
 OUT_OPS = {  # ordo's Functionalize kernel for every out= op (functionalize.cc, BoxedOutUpdate)
