@@ -55,11 +55,15 @@ std::optional<c10::OperatorHandle> element_op(const OpsByName& by_name, const st
 // length, at least one, as torch's kernels check.
 class BoxedForeach final : public c10::OperatorKernel {
  public:
-  BoxedForeach(c10::OperatorHandle element, bool copies_back) : element_(std::move(element)), copies_back_(copies_back) {}
+  BoxedForeach(const c10::FunctionSchema& list, c10::OperatorHandle element, bool copies_back)
+      : element_(std::move(element)), copies_back_(copies_back) {
+    for (size_t a = 0; a < list.arguments().size(); ++a) {
+      by_element_.push_back(is_element_of(list.arguments()[a], element_.schema().arguments()[a]));
+    }
+  }
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    const auto& arguments = op.schema().arguments();
-    const auto first = stack->end() - static_cast<std::ptrdiff_t>(arguments.size());
+    const auto first = stack->end() - static_cast<std::ptrdiff_t>(by_element_.size());
     std::vector<c10::IValue> given(std::make_move_iterator(first), std::make_move_iterator(stack->end()));
     stack->erase(first, stack->end());
     const size_t length = list_length(op, given);
@@ -71,7 +75,7 @@ class BoxedForeach final : public c10::OperatorKernel {
         if (a >= given.size()) {
           element.push_back(*element_arguments[a].default_value());
         } else {
-          element.push_back(is_element_of(arguments[a], element_arguments[a]) ? given[a].toListRef()[i] : given[a]);
+          element.push_back(by_element_[a] ? given[a].toListRef()[i] : given[a]);
         }
       }
       element_.callBoxed(element);
@@ -87,11 +91,11 @@ class BoxedForeach final : public c10::OperatorKernel {
   }
 
  private:
-  static size_t list_length(const c10::OperatorHandle& op, const std::vector<c10::IValue>& given) {
+  size_t list_length(const c10::OperatorHandle& op, const std::vector<c10::IValue>& given) const {
     std::optional<size_t> length;
-    for (const c10::IValue& value : given) {
-      if (!value.isList() && !value.isTensorList()) continue;
-      const size_t size = value.toListRef().size();
+    for (size_t a = 0; a < given.size(); ++a) {
+      if (!by_element_[a]) continue;
+      const size_t size = given[a].toListRef().size();
       TORCH_CHECK(!length || *length == size, full_name(op.operator_name()),
                   ": the lists must be of one length, got ", *length, " and ", size);
       length = size;
@@ -102,6 +106,7 @@ class BoxedForeach final : public c10::OperatorKernel {
 
   c10::OperatorHandle element_;
   bool copies_back_;
+  std::vector<bool> by_element_;  // by argument of the list op: whether it is a list taken element by element
 };
 
 }  // namespace
@@ -122,8 +127,8 @@ void register_foreach_kernels(torch::Library& library, const OpsByName& by_name)
         copies_back = true;
       }
       if (!element) continue;
-      library.impl(full_name(op.operator_name()).c_str(),
-                   torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedForeach>(*element, copies_back)));
+      auto kernel = std::make_unique<BoxedForeach>(schema, *element, copies_back);
+      library.impl(full_name(op.operator_name()).c_str(), torch::CppFunction::makeFromBoxedFunctor(std::move(kernel)));
     }
   }
 }
