@@ -67,6 +67,7 @@ class BoxedForeach final : public c10::OperatorKernel {
     std::vector<c10::IValue> given(std::make_move_iterator(first), std::make_move_iterator(stack->end()));
     stack->erase(first, stack->end());
     const size_t length = list_length(op, given);
+    const bool returns_list = !op.schema().returns().empty();  // else an update of the first list
     const auto& element_arguments = element_.schema().arguments();
     std::vector<at::Tensor> results;
     for (size_t i = 0; i < length; ++i) {
@@ -83,11 +84,11 @@ class BoxedForeach final : public c10::OperatorKernel {
       if (copies_back_) {
         at::Tensor self = given[0].toListRef()[i].toTensor();
         at::_ops::copy_::call(self, result, false);
-      } else {
+      } else if (returns_list) {
         results.push_back(std::move(result));
       }
     }
-    if (!op.schema().returns().empty()) stack->emplace_back(std::move(results));
+    if (returns_list) stack->emplace_back(std::move(results));
   }
 
  private:
