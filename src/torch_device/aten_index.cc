@@ -156,16 +156,15 @@ at::Tensor put_at(const at::Tensor& self, const Indices& indices, const at::Tens
   return make_xla(added_at(self, indices, values));
 }
 
-// What autograd's backward of a read calls: functionalization turns it
-// into its functional form, whose composite kernel would clone self and
-// call the in-place form below functionalization.
+// The functional form of index_put_'s kernel, whose composite kernel would
+// clone self first.
 at::Tensor index_put_impl(const at::Tensor& self, const Indices& indices, const at::Tensor& values, bool accumulate,
                           bool) {
   return put_at(self, indices, values, accumulate);
 }
 
-// The in-place form, on plain xla tensors only (composite kernels below
-// functionalization).
+// The in-place form: index_put_ (autograd's backward of a read puts the
+// gradient into zeros).
 at::Tensor& index_put_impl_inplace(at::Tensor& self, const Indices& indices, const at::Tensor& values,
                                    bool accumulate, bool unsafe) {
   if (!accumulate || !lowered(indices)) {

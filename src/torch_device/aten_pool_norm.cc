@@ -110,8 +110,7 @@ ordo::Tensor per_channel(const ordo::Tensor& t, int64_t rank) {
 }
 
 // PyTorch 1.13's native_batch_norm updates the running statistics in place
-// without saying so in its schema, so functionalization hands them down
-// unwrapped: they are rebound here.
+// without saying so in its schema: they are written here.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
     const at::Tensor& input, const c10::optional<at::Tensor>& weight, const c10::optional<at::Tensor>& bias,
     const c10::optional<at::Tensor>& running_mean, const c10::optional<at::Tensor>& running_var, bool training,

@@ -1,7 +1,5 @@
 // Tensors onto, off and between xla devices: factories, copies, reading a
-// value. The kernels that no functional tensor reaches wrap their results
-// (bridge.h: wrap).
-#include <ATen/FunctionalTensorWrapper.h>
+// value.
 #include <torch/library.h>
 
 #include "torch_device/bridge.h"
@@ -19,17 +17,17 @@ int device_or_current(c10::optional<at::Device> device) {
   return device.has_value() ? device_index_of(*device) : ordo::current_device();
 }
 
-// An xla tensor's memory is never read before it is written through a
-// functional op, so "empty" is zeros: a defined value, and a constant
+// An xla tensor's memory is never read before it is written, so "empty"
+// is zeros: a defined value, and a constant
 // that fusion folds into whatever writes it next.
 at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype, c10::optional<at::Layout>,
                  c10::optional<at::Device> device, c10::optional<bool>, c10::optional<at::MemoryFormat>) {
   const Shape shape = ints_of(size);
   if (dtype.has_value() && !holds(*dtype) && shape_numel(shape) == 0) {
     // Nothing to hold: a placeholder PyTorch passes along (batch norm's reserve).
-    return wrap_empty(ordo::zeros(shape, DType::kInt32, device_or_current(device)), *dtype);
+    return make_empty_xla(ordo::zeros(shape, DType::kInt32, device_or_current(device)), *dtype);
   }
-  return wrap(ordo::zeros(shape, dtype_or_torch_default(dtype), device_or_current(device)));
+  return make_xla(ordo::zeros(shape, dtype_or_torch_default(dtype), device_or_current(device)));
 }
 
 at::Tensor empty_strided(c10::SymIntArrayRef size, c10::SymIntArrayRef, c10::optional<at::ScalarType> dtype,
@@ -46,7 +44,7 @@ at::Tensor to_copy(const at::Tensor& self, c10::optional<at::ScalarType> dtype, 
   const at::Device target = device.value_or(self.device());
   if (!is_xla(self)) {
     at::Tensor cpu = self.scalar_type() == target_type ? self : self.to(target_type);
-    return wrap(upload(cpu, device_index_of(target)));
+    return make_xla(upload(cpu, device_index_of(target)));
   }
   const ordo::Tensor& value = value_of(self, "to");
   if (target.type() != c10::DeviceType::XLA) return download(value).to(target, target_type);
@@ -80,8 +78,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
-// The functional copy functionalization makes of copy_: src's values in
-// self's dtype and shape (src broadcasts).
+// The functional form of copy_ (in_place.cc): src's values in self's
+// dtype and shape (src broadcasts).
 at::Tensor copy(const at::Tensor& self, const at::Tensor& src, bool) {
   const ordo::Tensor& old = value_of(self, "copy_");
   ordo::Tensor value = is_xla(src) ? value_of(src, "copy_") : upload(src.to(self.scalar_type()), old.device());
@@ -90,15 +88,18 @@ at::Tensor copy(const at::Tensor& self, const at::Tensor& src, bool) {
   return make_xla(cast_to(ordo::broadcast_to(value, old.shape()), old.dtype()));
 }
 
-// Ops that only alias: every xla value is immutable, so the same value.
-at::Tensor alias(const at::Tensor& self) { return make_xla(value_of(self, "alias")); }
-at::Tensor clone(const at::Tensor& self, c10::optional<at::MemoryFormat>) { return alias(self); }
+// A new value of self's elements: every xla value is immutable, so the same
+// value in a new tensor.
+at::Tensor same_value(const at::Tensor& self) { return make_xla(value_of(self, "clone")); }
+at::Tensor clone(const at::Tensor& self, c10::optional<at::MemoryFormat>) { return same_value(self); }
 
-// torch.tensor(..., device='xla') and the like: the fresh tensor enters
-// functionalization.
-at::Tensor lift(const at::Tensor& self) {
-  if (at::functionalization::impl::isFunctionalTensor(self)) return self;
-  return at::functionalization::impl::to_functional_tensor(self);
+// detach and alias: a tensor sharing self's writes.
+at::Tensor alias(const at::Tensor& self) { return at::Tensor(xla_impl_of(self, "alias").alias()); }
+
+// set_(source): self becomes an alias of source.
+at::Tensor& set_source(at::Tensor& self, const at::Tensor& source) {
+  xla_impl_of(self, "set_").become_alias_of(xla_impl_of(source, "set_"));
+  return self;
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
@@ -121,20 +122,6 @@ at::Tensor fill(const at::Tensor& self, const at::Scalar& value) { return make_x
 at::Tensor fill_tensor(const at::Tensor& self, const at::Tensor& value) { return make_xla(filled_from(self, value)); }
 at::Tensor zero(const at::Tensor& self) { return fill(self, 0); }
 
-// The in-place forms reach only plain xla tensors: a composite kernel
-// that runs below functionalization (ones_like and zeros_like fill what
-// empty_like made, when autograd seeds a backward) calls them; the
-// fallback would read the tensor back to the host and wait for the device.
-at::Tensor& fill_inplace(at::Tensor& self, const at::Scalar& value) {
-  set_value_of(self, filled(self, value));
-  return self;
-}
-at::Tensor& fill_tensor_inplace(at::Tensor& self, const at::Tensor& value) {
-  set_value_of(self, filled_from(self, value));
-  return self;
-}
-at::Tensor& zero_inplace(at::Tensor& self) { return fill_inplace(self, 0); }
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, XLA, m) {
@@ -145,17 +132,15 @@ TORCH_LIBRARY_IMPL(aten, XLA, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("copy", TORCH_FN(copy));
   m.impl("clone", TORCH_FN(clone));
-  m.impl("alias_copy", TORCH_FN(alias));
-  m.impl("detach_copy", TORCH_FN(alias));
-  m.impl("lift", TORCH_FN(lift));
-  m.impl("lift_fresh", TORCH_FN(lift));
+  m.impl("alias_copy", TORCH_FN(same_value));
+  m.impl("detach_copy", TORCH_FN(same_value));
+  m.impl("alias", TORCH_FN(alias));
+  m.impl("detach", TORCH_FN(alias));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("fill.Scalar", TORCH_FN(fill));
   m.impl("fill.Tensor", TORCH_FN(fill_tensor));
   m.impl("zero", TORCH_FN(zero));
-  m.impl("fill_.Scalar", TORCH_FN(fill_inplace));
-  m.impl("fill_.Tensor", TORCH_FN(fill_tensor_inplace));
-  m.impl("zero_", TORCH_FN(zero_inplace));
 }
 
 }  // namespace ordo::torch_device

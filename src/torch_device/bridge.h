@@ -1,9 +1,6 @@
-// Between PyTorch's tensors on the xla device and ordo's lazy tensors.
-//
-// A user's xla tensor is a FunctionalTensorWrapper around an XlaTensorImpl;
-// a kernel below functionalization sees the XlaTensorImpl alone. value_of
-// takes either; a kernel returns make_xla(value), and the few kernels that
-// no functional tensor reaches (factories, uploads) return wrap(value).
+// Between PyTorch's tensors on the xla device and ordo's lazy tensors: an
+// xla tensor is an XlaTensorImpl (xla_tensor_impl.h); a kernel reads its
+// operands' values with value_of and returns make_xla(value).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -11,31 +8,24 @@
 #include <exception>
 
 #include "ordo/tensor.h"
+#include "torch_device/xla_tensor_impl.h"
 
 namespace ordo::torch_device {
 
 bool is_xla(const at::Tensor& tensor);
-// The lazy value of an xla tensor (wrapped or not); c10::TypeError
-// otherwise, naming the op.
+// The lazy value of an xla tensor; c10::TypeError otherwise, naming the op.
 const ordo::Tensor& value_of(const at::Tensor& tensor, const char* op = "this op");
-// A plain xla tensor over value.
+// An xla tensor over value.
 at::Tensor make_xla(ordo::Tensor value);
-// What a user holds: make_xla, wrapped for functionalization unless the
-// caller runs with functionalization excluded (inside a functionalized op
-// functionalization wraps the outputs itself).
-at::Tensor wrap(ordo::Tensor value);
-// wrap of an empty value shown as a dtype ordo has not (XlaTensorImpl).
-at::Tensor wrap_empty(ordo::Tensor empty_value, c10::ScalarType shown_as);
-// Sets the value behind a plain or wrapped xla tensor (in place: the
-// in-place ops, the fallback's mutated arguments, collectives on a list);
-// a wrapped tensor's update is applied to its storage at once.
+// make_xla of an empty value shown as a dtype ordo has not (XlaTensorImpl).
+at::Tensor make_empty_xla(ordo::Tensor empty_value, c10::ScalarType shown_as);
+// An xla tensor viewing tensor through step: it shares tensor's writes.
+at::Tensor make_view(const at::Tensor& tensor, const ViewStep& step, const char* op);
+// Writes value to an xla tensor (the in-place ops, the fallback's mutated
+// arguments, collectives on a list), and so to its base and aliases.
 void set_value_of(const at::Tensor& tensor, ordo::Tensor value);
-// Records a functional tensor's new value (replace_ done) as an update of
-// its storage and applies it at once. torch 1.13's commit_update marks the
-// tensor up to date, so its own sync never applies the update: the storage
-// would keep every value the tensor ever had (and ordo would materialize
-// each of them at every mark_step) until a view of it syncs.
-void commit_in_place(const at::Tensor& functional);
+// The XlaTensorImpl of an xla tensor; c10::TypeError otherwise.
+XlaTensorImpl& xla_impl_of(const at::Tensor& tensor, const char* op = "this op");
 
 // How an ordo error that reading a value raised (an ExecutionError, the
 // CollectiveError family) reaches the caller: PyTorch would make any C++
@@ -44,9 +34,9 @@ void commit_in_place(const at::Tensor& functional);
 using ErrorTranslator = void (*)(std::exception_ptr error);
 void set_error_translator(ErrorTranslator translator);
 
-// ordo's Functionalize kernels for copy_, the in-place ops and the out= ops
-// (functionalize.cc); the module calls it once.
-void register_functionalize_kernels();
+// The kernels of copy_, the in-place ops, the out= ops and the list ops
+// (in_place.cc); the module calls it once.
+void register_in_place_kernels();
 
 // A CPU tensor's contents as a lazy value on the device (a device-data leaf).
 ordo::Tensor upload(const at::Tensor& cpu, int device);

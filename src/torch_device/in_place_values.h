@@ -1,6 +1,6 @@
 // The values of the functional ops behind training's in-place updates, as
 // their xla kernels compute them (aten_elementwise.cc): an update on the
-// xla device sets this value in self (functionalize.cc) with no tensor of
+// xla device sets this value in self (in_place.cc) with no tensor of
 // the functional op made, dispatched and dropped. Named after torch's
 // overloads (add.Tensor: add_Tensor).
 #pragma once

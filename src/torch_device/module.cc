@@ -15,7 +15,7 @@ namespace {
 
 namespace py = pybind11;
 
-at::Tensor xla_tensor_of(const ordo::Tensor& value) { return wrap(value); }
+at::Tensor xla_tensor_of(const ordo::Tensor& value) { return make_xla(value); }
 
 // Raises error as the Python exception ordo._C's translators make of it
 // (ordo.CollectiveTimeoutError, ...), through PyTorch's python_error, which
@@ -42,7 +42,7 @@ int index_of(const c10::Device& device) { return device_index_of(device); }
 PYBIND11_MODULE(_torch, m) {
   m.doc() = "ordo as the runtime of PyTorch's xla device";
   set_error_translator(&raise_as_python);
-  register_functionalize_kernels();
+  register_in_place_kernels();
   // PyTorch's bindings release the GIL in every op: several devices'
   // drivers then run unpinned (ordo/runtime.h).
   ordo::set_drivers_hand_off_gil(true);

@@ -1,4 +1,4 @@
-// What the Functionalize kernels (functionalize.cc, foreach.cc) read of
+// What the kernels of writes (in_place.cc, foreach.cc) read of
 // torch's op schemas to find the functional or element op of an update.
 #pragma once
 

@@ -126,9 +126,9 @@ def test_vector_norms_and_their_gradients_match_the_cpu(p):
         torch.norm(torch.ones(3, dtype=torch.int64, device=d), 2.0)
 
 
-def test_ops_composite_kernels_make_below_functionalization_do_not_fall_back():
-    """ones_like fills what empty_like made, stack unsqueezes 0-d tensors:
-    both run under functionalization's exclusion, on plain xla tensors."""
+def test_stack_and_ones_like_do_not_fall_back():
+    """ones_like fills what empty_like made; stack is one cat of its
+    tensors, each with a new dim."""
     d = xm.xla_device()
     before = fallback_counts()
     norms = [torch.ones(3, device=d).sum(), torch.full((2,), 2.0, device=d).sum()]
@@ -203,9 +203,8 @@ def test_a_mask_index_and_an_assigning_index_put_fall_back_and_are_right():
 
 
 def test_the_gradients_of_views_reach_their_base():
-    """A view's backward writes the gradient into zeros through a view:
-    below functionalization that write would be lost (it was: slices'
-    gradients came back zero)."""
+    """A view's backward writes the gradient into zeros through a view (or
+    is lowered as a scatter): the write must reach the zeros."""
     a = torch.arange(12.0).reshape(3, 4)
     views = [lambda x: x[1:3], lambda x: x[:, 1:3], lambda x: x[1], lambda x: x[:, 2], lambda x: x[::2, 1::2],
              lambda x: x.narrow(1, 1, 2), lambda x: x.diagonal(), lambda x: x.chunk(2, 1)[1],
@@ -239,7 +238,7 @@ def test_views_share_their_base_and_in_place_ops_keep_torch_semantics():
     assert p.cpu().tolist() == [0.0, 0.0, 0.0]
 
 
-IN_PLACE_UPDATES = {  # ordo's own Functionalize kernels (functionalize.cc): the unboxed ones, then boxed
+IN_PLACE_UPDATES = {  # ordo's kernels of writes (in_place.cc): the unboxed ones, then boxed
     "add_": lambda t, o: t.add_(o, alpha=2),
     "add_ scalar": lambda t, o: t.add_(1.5),
     "sub_": lambda t, o: t.sub_(o[0], alpha=0.5),
@@ -289,8 +288,8 @@ def test_in_place_updates_write_their_tensor_and_its_views_as_on_the_cpu(update)
 
 
 def test_an_in_place_update_reaches_every_alias_and_no_other_tensor():
-    # An update is set in place when no alias shares the tensor's value
-    # (bridge.cc, sole_value); each alias here must see it, or not, as on the CPU.
+    # A tensor without aliases takes an update alone (xla_tensor_impl.h);
+    # each alias here must see it, or not, as on the CPU.
     def run(device):
         seen = []
         t = torch.arange(6.0).reshape(2, 3).to(device)
@@ -314,6 +313,10 @@ def test_an_in_place_update_reaches_every_alias_and_no_other_tensor():
         y = x * 2
         x.add_(y)
         seen += [y.cpu().clone(), x.cpu().clone()]
+        shared = torch.zeros(2).to(device)
+        shared.set_(x)  # now an alias of x
+        x.mul_(3)
+        seen.append(shared.cpu().clone())
         half = torch.zeros(3, dtype=torch.bfloat16).to(device)
         half.add_(torch.full((3,), 1.3).to(device))  # a float32 result written as bfloat16
         seen.append(half.cpu().clone())
@@ -322,6 +325,82 @@ def test_an_in_place_update_reaches_every_alias_and_no_other_tensor():
     for got, expected in zip(run(xm.xla_device()), run("cpu")):
         assert got.dtype == expected.dtype
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_a_view_kept_while_its_base_is_updated_keeps_no_old_value_alive():
+    """A write drops the values its aliases held: a view kept across steps
+    is read again from the new base, and no old value of it is computed at
+    each step."""
+    d = xm.xla_device()
+    t, o = torch.randn(4, 4, device=d), torch.randn(4, 4, device=d)
+    row, alias = t[1], t.detach()
+    xm.mark_step(wait=True)
+    before = live_tensors()
+    for _ in range(20):
+        t.add_(o)
+    xm.mark_step(wait=True)
+    assert live_tensors() - before <= 2
+    torch.testing.assert_close(row.cpu(), t.cpu()[1])
+    torch.testing.assert_close(alias.cpu(), t.cpu())
+
+
+VIEW_OPS = {  # each view's write reaches its base, and the base's reaches the view
+    "unfold, windows apart": lambda t: t.unfold(1, 2, 2),
+    "unfold of a transpose": lambda t: t.t().unfold(0, 3, 1)[1],
+    "t_ of a row pair": lambda t: t[1:].t_(),
+    "transpose_": lambda t: t.view(2, 2, 3).transpose_(0, 2),
+    "unsqueeze_ then squeeze_": lambda t: t[2].unsqueeze_(0).unsqueeze_(2).squeeze_(0),
+    "squeeze_ of a dim": lambda t: t[:, 1:2].squeeze_(1),
+    "as_strided_": lambda t: t.as_strided_((2, 2), (1, 4), 1),
+    "split, a part": lambda t: torch.split(t, [1, 3], dim=1)[1],
+    "unbind, a row": lambda t: t.unbind(0)[2],
+    "chunk of a narrow": lambda t: t.narrow(1, 1, 2).chunk(2, dim=0)[0],
+    "movedim of a view": lambda t: t.view(3, 2, 2).movedim(0, 2),
+    "diagonal": lambda t: t.diagonal(),
+    "detach of a slice": lambda t: t[:, ::2].detach(),
+}
+
+
+@pytest.mark.parametrize("view", VIEW_OPS.values(), ids=VIEW_OPS.keys())
+def test_views_and_in_place_view_ops_alias_their_base_as_on_the_cpu(view):
+    d = xm.xla_device()
+    results = []
+    for device in ("cpu", d):
+        base = torch.arange(12.0).reshape(3, 4).to(device)
+        v = view(base)
+        shape = tuple(v.shape)
+        v.mul_(-1)  # reaches the base
+        base.add_(100)  # reaches the view
+        results.append((shape, base.cpu(), v.cpu()))
+    assert results[1][0] == results[0][0]
+    torch.testing.assert_close(results[1][1], results[0][1])
+    torch.testing.assert_close(results[1][2], results[0][2])
+
+
+def test_a_write_through_an_expanded_view_is_refused_and_changes_nothing():
+    for device in ("cpu", xm.xla_device()):
+        base = torch.ones(1, 3).to(device)
+        repeated = base.expand(2, 3)
+        for write in (lambda: repeated.add_(1), lambda: repeated.copy_(torch.zeros(2, 3))):
+            with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+                write()
+        assert base.cpu().tolist() == [[1.0, 1.0, 1.0]] and repeated.cpu().tolist() == [[1.0] * 3] * 2
+        base.expand(1, 3).mul_(2)  # repeats nothing: written through
+        assert base.cpu().tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_storage_tells_aliases_apart_and_gives_no_data_pointer():
+    """Aliases share a storage of no bytes (DDP's reducer asks is_alias_of
+    of each gradient and its bucket)."""
+    d = xm.xla_device()
+    t, other = torch.ones(2, 3, device=d), torch.ones(2, 3, device=d)
+
+    def storage(x):
+        return x._storage()._cdata
+    assert storage(t[0]) == storage(t) == storage(t.detach()) == storage(t[1].t())
+    assert storage(other) != storage(t) and storage(t.clone()) != storage(t)
+    with pytest.raises(RuntimeError, match="data pointer"):
+        t.data_ptr()
 
 
 IN_PLACE_REFUSALS = {
@@ -372,9 +451,9 @@ LONG_LIVED_UPDATES = {
 
 @pytest.mark.parametrize("update", LONG_LIVED_UPDATES.values(), ids=LONG_LIVED_UPDATES.keys())
 def test_an_in_place_update_leaves_no_old_value_behind(update):
-    """torch 1.13's functionalization keeps every value a tensor had until
-    a view of it syncs; ordo's kernels apply each update at once, so a
-    tensor updated every step holds one value, not one a step."""
+    """A tensor updated every step holds one value, not one a step (torch
+    1.13's functionalization kept every value a tensor had until a view of
+    it synced)."""
     d = xm.xla_device()
     t, o = torch.randn(4, 4, device=d), torch.randn(4, 4, device=d)
     update(t, o)
@@ -386,7 +465,7 @@ def test_an_in_place_update_leaves_no_old_value_behind(update):
     assert live_tensors() - before <= 2
 
 
-FOREACH_OPS = {  # ordo's Functionalize kernels for the list ops (foreach.cc): each element's op
+FOREACH_OPS = {  # ordo's kernels for the list ops (foreach.cc): each element's op
     "_foreach_add_ of lists, alpha": lambda a, b: torch._foreach_add_(a, b, alpha=-0.5),
     "_foreach_mul_ by a number": lambda a, b: torch._foreach_mul_(a, 0.9),
     "_foreach_div_ by a list of numbers": lambda a, b: torch._foreach_div_(a, [2.0, 4.0, 8.0]),
@@ -456,7 +535,7 @@ def test_foreach_optimizers_train_as_on_the_cpu_and_keep_no_old_values(make):
         torch.testing.assert_close(q.cpu(), p, rtol=1e-4, atol=1e-5)
 
 
-OUT_OPS = {  # ordo's Functionalize kernel for every out= op (functionalize.cc, BoxedOutUpdate)
+OUT_OPS = {  # ordo's kernel for every out= op (in_place.cc, BoxedOutUpdate)
     "add": lambda a, b, out: torch.add(a, b, alpha=2, out=out),
     "mul by a number": lambda a, b, out: torch.mul(a, 3, out=out),
     "mm, resizing out": lambda a, b, out: torch.mm(a, b.t(), out=out),
@@ -480,9 +559,9 @@ def test_out_ops_write_out_and_its_views_as_on_the_cpu(op):
         except RuntimeError as error:
             results.append(str(error).split(" can't")[0])
             continue
-        # A view of an out that was resized is regenerated from the new
-        # value, as functionalization has it (torch's CPU view keeps its
-        # old shape): only an out of its own shape is checked through it.
+        # A view of an out that was resized keeps the old value (as the
+        # CPU's keeps its old storage): only an out of its own shape is
+        # checked through it.
         results.append([written.cpu().clone()] + ([row.cpu().clone()] if written.shape == (2, 3) else []))
     if isinstance(results[0], str):
         assert results[1] == results[0]
@@ -511,9 +590,9 @@ def test_a_training_loop_keeps_as_many_tensors_at_step_30_as_at_step_5():
     assert live[30] == live[5], live
 
 
-def test_in_place_updates_of_functional_cpu_tensors_still_check_on_meta_tensors():
-    """ordo's kernels replace torch's for every backend: functorch's
-    functionalize on CPU tensors takes torch's path (the meta check)."""
+def test_functorchs_functionalize_of_cpu_tensors_is_left_as_torch_has_it():
+    """ordo registers kernels for the xla device alone: functionalize on CPU
+    tensors takes torch's path (its meta check too)."""
     from functorch.experimental import functionalize
 
     def steps(x, y):
@@ -626,7 +705,7 @@ def test_a_cpu_tensor_takes_an_xla_tensors_values_with_copy_():
     d = xm.xla_device()
     source = torch.arange(6.0).reshape(2, 3)
     into = torch.zeros(2, 3, dtype=torch.float64)
-    into.copy_(source.to(d) * 2)  # through functionalization's copy_
+    into.copy_(source.to(d) * 2)  # the xla kernel of copy_, which reads the source back
     assert into.tolist() == (source * 2).tolist()
     rows = torch.zeros(4, 3)
     rows[1:3].copy_(source.to(d))  # into a CPU view, which keeps its base

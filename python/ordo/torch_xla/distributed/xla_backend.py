@@ -36,14 +36,9 @@ _REDUCE_TYPES = {
 
 
 def _done(result):
-    """A finished Work whose future holds result (the tensors). Called from
-    C++ (DDP's reducer), a collective reaches this group through torch's
-    dispatcher, whose functionalization hands it the plain xla tensors
-    under their functional wrappers; the reducer takes views of what the
-    future holds, so those are wrapped again."""
+    """A finished Work whose future holds result (the tensors)."""
     future = torch.futures.Future()
-    future.set_result([t if t.device.type != "xla" or torch._is_functional_tensor(t) else torch._to_functional_tensor(t)
-                       for t in result])
+    future.set_result(list(result))
     return torch._C._distributed_c10d._create_work_from_future(future)
 
 
