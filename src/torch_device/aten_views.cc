@@ -92,7 +92,9 @@ ViewStep permute_step(const at::Tensor& self, at::IntArrayRef dims) {
 ViewStep transpose_step(const at::Tensor& self, int64_t dim0, int64_t dim1) {
   std::vector<int64_t> order(static_cast<size_t>(self.dim()));
   for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
-  if (self.dim() > 0) std::swap(order[wrap_dim(dim0, self.dim(), "transpose")], order[wrap_dim(dim1, self.dim(), "transpose")]);
+  if (self.dim() > 0) {
+    std::swap(order[wrap_dim(dim0, self.dim(), "transpose")], order[wrap_dim(dim1, self.dim(), "transpose")]);
+  }
   return permuted(std::move(order));
 }
 
@@ -260,8 +262,8 @@ Strided strided_of(const at::Tensor& self, Shape size, const Shape& stride, int6
     contiguous *= s.size[d];
   }
   TORCH_CHECK(last < self.numel(), op, ": size ", c10::IntArrayRef(s.size), ", stride ", c10::IntArrayRef(stride),
-              " and offset ", s.first, " are out of bounds for a tensor of ", self.numel(), " elements (they reach element ",
-              last, ")");
+              " and offset ", s.first, " are out of bounds for a tensor of ", self.numel(),
+              " elements (they reach element ", last, ")");
   if (dense) return s;
   std::vector<int64_t> offsets(shape_numel(s.size));
   std::vector<int64_t> at(s.size.size(), 0);
@@ -435,7 +437,8 @@ struct PartsOp<kSteps> {
   }
   static std::vector<at::Tensor> copies(const at::Tensor& self, Args... args) {
     std::vector<at::Tensor> parts;
-    for (const ViewStep& step : kSteps(self, args...)) parts.push_back(make_xla(step.view_of(value_of(self, "split"))));
+    const ordo::Tensor& value = value_of(self, "split");
+    for (const ViewStep& step : kSteps(self, args...)) parts.push_back(make_xla(step.view_of(value)));
     return parts;
   }
 };

@@ -1,7 +1,8 @@
 #include "torch_device/bridge.h"
 
-#include <algorithm>
 #include <atomic>
+#include <string>
+#include <utility>
 
 #include <ATen/ops/empty.h>
 

@@ -200,10 +200,10 @@ std::vector<UpdateForm> in_place_forms(const OpsByName& by_name) {
 }
 
 // The out= ops that are out = functional(args...): the overload "out" of
-// an op, writing its last argument (a tensor) and
-// nothing else, whose overloads include exactly one of the same arguments
-// less out that returns one new tensor, lowered. Ops of several outs (max.dim_max)
-// are left to torch.
+// an op, writing its last argument (a tensor) and nothing else, whose
+// overloads include exactly one of the same arguments less out that
+// returns one new tensor, lowered. Ops of several outs (max.dim_max) fall
+// back.
 std::vector<UpdateForm> out_forms(const OpsByName& by_name) {
   std::vector<UpdateForm> forms;
   for (const auto& [name, ops] : by_name) {

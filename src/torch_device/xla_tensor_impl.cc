@@ -36,7 +36,8 @@ XlaTensorImpl::XlaTensorImpl(ordo::Tensor value)
   refresh_metadata();
 }
 
-XlaTensorImpl::XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as) : XlaTensorImpl(std::move(empty_value)) {
+XlaTensorImpl::XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as)
+    : XlaTensorImpl(std::move(empty_value)) {
   TORCH_INTERNAL_ASSERT(value_.numel() == 0);
   data_type_ = c10::scalarTypeToTypeMeta(shown_as);
 }
