@@ -44,7 +44,8 @@ class XlaTensorImpl final : public c10::TensorImpl {
   }
   // Writes value (an in-place op, a copy_ into it) to this tensor and,
   // through its view steps, to its base and every alias; sizes and dtype
-  // follow the value. A view keeps its shape.
+  // follow the value. A view keeps its shape. The other aliases' values
+  // are dropped: a reference value() gave for one of them ends here.
   void set_value(ordo::Tensor value);
   // A new tensor whose value is step's view of this one's, aliasing it.
   c10::intrusive_ptr<XlaTensorImpl> view(const ViewStep& step) const;
