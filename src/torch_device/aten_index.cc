@@ -101,12 +101,6 @@ std::vector<int64_t> read_order(const IndexLayout& layout) {
   return order;
 }
 
-std::vector<int64_t> inverse(const std::vector<int64_t>& order) {
-  std::vector<int64_t> back(order.size());
-  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  return back;
-}
-
 // [B..., others...]
 Shape gathered_shape(const IndexLayout& layout) {
   Shape shape = layout.broadcast;
@@ -139,13 +133,13 @@ ordo::Tensor added_at(const at::Tensor& self, const Indices& indices, const at::
   const std::vector<int64_t> to_read = read_order(layout);
   const Shape gathered = gathered_shape(layout);
   ordo::Tensor v = ordo::broadcast_to(operand(values, x.dtype(), x.device(), "index_put"), permuted(gathered, to_read));
-  v = ordo::permute(v, inverse(to_read));
+  v = ordo::permute(v, inverse_order(to_read));
   Shape rows_shape = {ordo::shape_numel(layout.broadcast)};
   rows_shape.insert(rows_shape.end(), layout.flat.begin() + 1, layout.flat.end());
   const ordo::Tensor flat = ordo::reshape(ordo::permute(x, layout.order), layout.flat);
   const ordo::Tensor sum =
       ordo::index_add(flat, 0, ordo::reshape(layout.linear, {-1}), ordo::reshape(v, rows_shape));
-  return ordo::permute(ordo::reshape(sum, permuted(x.shape(), layout.order)), inverse(layout.order));
+  return ordo::permute(ordo::reshape(sum, permuted(x.shape(), layout.order)), inverse_order(layout.order));
 }
 
 at::Tensor put_at(const at::Tensor& self, const Indices& indices, const at::Tensor& values, bool accumulate) {

@@ -70,15 +70,11 @@ ViewStep view_step(const at::Tensor& self, c10::SymIntArrayRef size) {
   return reshaped(infer_size(ints_of(size), self.numel(), "view"));
 }
 
-std::vector<int64_t> inverse(const std::vector<int64_t>& order) {
-  std::vector<int64_t> back(order.size());
-  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  return back;
-}
-
 ViewStep permuted(std::vector<int64_t> dims) {
   return {[dims](const ordo::Tensor& base) { return ordo::permute(base, dims); },
-          [back = inverse(dims)](const ordo::Tensor&, const ordo::Tensor& view) { return ordo::permute(view, back); }};
+          [back = inverse_order(dims)](const ordo::Tensor&, const ordo::Tensor& view) {
+            return ordo::permute(view, back);
+          }};
 }
 
 ViewStep permute_step(const at::Tensor& self, at::IntArrayRef dims) {

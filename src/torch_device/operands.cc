@@ -133,4 +133,10 @@ std::vector<int64_t> reduced_dims(c10::OptionalIntArrayRef dims, int64_t rank, c
   return out;
 }
 
+std::vector<int64_t> inverse_order(const std::vector<int64_t>& order) {
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  return back;
+}
+
 }  // namespace ordo::torch_device

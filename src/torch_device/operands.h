@@ -28,6 +28,8 @@ Shape ints_of(c10::SymIntArrayRef sizes);
 Shape ints_of(c10::IntArrayRef sizes);
 // dim counted from the end when negative, checked against rank.
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
+// The permutation that undoes order (a permute's dims).
+std::vector<int64_t> inverse_order(const std::vector<int64_t>& order);
 // The dims a reduction names (none: every dim), wrapped.
 std::vector<int64_t> reduced_dims(c10::OptionalIntArrayRef dims, int64_t rank, const char* op);
 
