@@ -9,6 +9,7 @@
 #include "ordo/runtime.h"
 #include "torch_device/bridge.h"
 #include "torch_device/dtypes.h"
+#include "torch_device/python_objects.h"
 
 namespace ordo::torch_device {
 namespace {
@@ -59,6 +60,9 @@ PYBIND11_MODULE(_torch, m) {
                       tensor.sizes(), " and the value's");
     set_value_of(tensor, value);
   });
+  // Called by xm.mark_step, holding the GIL (python_objects.h).
+  m.def("release_parked_python_objects", &release_parked_python_objects);
+  m.def("parked_python_objects", &parked_python_objects);
   m.def("is_xla", &is_xla);
   m.def("device_index", &index_of);
 }

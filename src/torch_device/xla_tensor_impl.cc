@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "torch_device/dtypes.h"
+#include "torch_device/python_objects.h"
 
 namespace ordo::torch_device {
 
@@ -42,7 +43,10 @@ XlaTensorImpl::XlaTensorImpl(ordo::Tensor empty_value, c10::ScalarType shown_as)
   data_type_ = c10::scalarTypeToTypeMeta(shown_as);
 }
 
-XlaTensorImpl::~XlaTensorImpl() { leave_aliases(); }
+XlaTensorImpl::~XlaTensorImpl() {
+  leave_aliases();
+  park_python_object(*this);  // before ~TensorImpl would take the GIL for it
+}
 
 void XlaTensorImpl::take_value(ordo::Tensor value) {
   // An in-place update keeps the shape, and with it sizes and strides.
@@ -102,18 +106,31 @@ const std::shared_ptr<XlaTensorImpl::Aliases>& XlaTensorImpl::shared_aliases() c
 }
 
 void XlaTensorImpl::join(const XlaTensorImpl& source, std::shared_ptr<const ViewPath> path) {
-  std::shared_ptr<Aliases> aliases = source.shared_aliases();  // before leaving: source may be this
-  leave_aliases();
-  aliases_ = std::move(aliases);
-  aliases_->members.push_back(this);
+  std::shared_ptr<Aliases> aliases = source.shared_aliases();  // source may be this
+  if (aliases != aliases_) {
+    leave_aliases();
+    aliases_ = std::move(aliases);
+    aliases_->members.push_back(this);
+  }
   path_ = std::move(path);
   seen_writes_ = aliases_->writes;
 }
 
 void XlaTensorImpl::leave_aliases() {
   if (aliases_ == nullptr) return;
-  auto& members = aliases_->members;
+  const std::shared_ptr<Aliases> aliases = std::move(aliases_);
+  auto& members = aliases->members;
   members.erase(std::find(members.begin(), members.end(), this));
+  path_.reset();
+  if (members.size() == 1) members.front()->stand_alone();
+}
+
+// The last of a group needs no base: no other tensor sees it. Kept, the
+// base would be computed at every step for nothing (a weight's gradient,
+// left a transposed view by linear's backward, cost a transpose of the
+// weight a step, and its copy in memory).
+void XlaTensorImpl::stand_alone() const {
+  value();  // catches up
   aliases_.reset();
   path_.reset();
 }
@@ -143,8 +160,12 @@ c10::intrusive_ptr<XlaTensorImpl> XlaTensorImpl::alias() const {
 
 void XlaTensorImpl::become_view(const ViewStep& step) {
   ordo::Tensor viewed = step.view_of(value());
-  shared_aliases();
-  path_ = extended(path_, step);
+  // Only other aliases need the step, to carry writes to the base.
+  if (aliases_ != nullptr && aliases_->members.size() > 1) {
+    path_ = extended(path_, step);
+  } else {
+    stand_alone();
+  }
   take_value(std::move(viewed));
 }
 

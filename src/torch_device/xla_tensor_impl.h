@@ -5,7 +5,8 @@
 // `.data`) shares its base's writes both ways, as torch_xla 1.x's tensors
 // do. Every xla value is immutable, so a write is a new base value: the
 // writer's value carried back through its view steps (a scatter into the
-// base), and the other aliases catch up when next read.
+// base), and the other aliases catch up when next read. The last alias
+// left drops the base and keeps its own value.
 //
 //   at::Tensor t = make_xla(ordo::ones({2, 3}));   // xla:0, float32, sizes [2, 3]
 //   const ordo::Tensor& v = value_of(t);           // the lazy value behind it
@@ -85,6 +86,7 @@ class XlaTensorImpl final : public c10::TensorImpl {
   // Joins source's aliases with source's view path and its value.
   void join(const XlaTensorImpl& source, std::shared_ptr<const ViewPath> path);
   void leave_aliases();
+  void stand_alone() const;
   void take_value(ordo::Tensor value);
   template <typename Version>
   c10::intrusive_ptr<c10::TensorImpl> detached_copy(Version&& version, bool allow_metadata_change) const;
@@ -93,7 +95,7 @@ class XlaTensorImpl final : public c10::TensorImpl {
   // Null while no view or detached copy of this tensor exists.
   mutable std::shared_ptr<Aliases> aliases_;
   // The view steps from the aliases' base to this tensor; null for the base.
-  std::shared_ptr<const ViewPath> path_;
+  mutable std::shared_ptr<const ViewPath> path_;
   mutable uint64_t seen_writes_ = 0;
 };
 

@@ -344,6 +344,75 @@ def test_a_view_kept_while_its_base_is_updated_keeps_no_old_value_alive():
     torch.testing.assert_close(alias.cpu(), t.cpu())
 
 
+def test_the_last_alias_left_stands_alone_and_keeps_torch_semantics():
+    """Once its base and other aliases are gone, a view keeps only its own
+    value: a write to it is not carried back to a base nobody sees (a
+    weight's gradient, a transposed view of a product, cost a transpose of
+    the weight a step)."""
+    d = xm.xla_device()
+    t = torch.arange(6.0).reshape(2, 3).to(d)
+    v = t.t().detach()  # no _base: as AccumulateGrad keeps a gradient
+    del t
+    xm.mark_step(wait=True)
+    v.add_(1)
+    assert "permute" not in ordo._C.dump_pending_graph(), "the write went back to a dead base"
+
+    def run(device):
+        seen = []
+        t = torch.arange(6.0).reshape(2, 3).to(device)
+        v = t.t().detach()
+        del t
+        v.add_(1)
+        seen.append(v.cpu().clone())
+        row = v[1]  # a new view of the lone tensor aliases it again
+        row.mul_(10)
+        seen.append(v.cpu().clone())
+        v.t_()  # an in-place view op of a lone tensor
+        v.sub_(1)
+        seen += [v.cpu().clone(), row.cpu().clone()]
+        base = torch.arange(4.0).to(device)
+        half = base[2:]
+        base.set_(half)  # set_ onto a view of its own aliases
+        base.add_(5)
+        seen += [base.cpu().clone(), half.cpu().clone()]
+        return seen
+
+    for got, expected in zip(run(d), run("cpu")):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_activations_python_objects_that_die_on_autograds_thread_are_released_at_mark_step():
+    """An activation saved for backward whose Python object went first dies
+    on autograd's thread, without the GIL: its Python object is parked
+    until the next mark_step (python_objects.h), or released the PyTorch
+    way when a weak reference reaches it."""
+    import weakref
+    from ordo import _torch
+
+    d = xm.xla_device()
+    torch.manual_seed(0)
+    first, second = torch.nn.Linear(4, 8).to(d), torch.nn.Linear(8, 2).to(d)
+    x = torch.randn(3, 4, device=d)
+    xm.mark_step(wait=True)
+    released = []
+    hidden = torch.relu(first(x))
+    note = type("Note", (), {})()
+    hidden.note = note  # lives in the Python object's __dict__
+    weakref.finalize(note, released.append, "note")
+    watched = torch.relu(first(x))
+    seen = weakref.ref(watched)
+    loss = second(hidden).sum() + second(watched).sum()
+    del hidden, note, watched  # the graph still holds both tensors
+    loss.backward()
+    assert seen() is None, "an object a weak reference reaches is released the PyTorch way"
+    assert _torch.parked_python_objects() >= 1
+    assert released == []
+    xm.mark_step()
+    assert _torch.parked_python_objects() == 0
+    assert released == ["note"]
+    assert first.weight.grad.cpu().shape == (8, 4)
+
+
 VIEW_OPS = {  # each view's write reaches its base, and the base's reaches the view
     "unfold, windows apart": lambda t: t.unfold(1, 2, 2),
     "unfold of a transpose": lambda t: t.t().unfold(0, 3, 1)[1],

@@ -11,7 +11,7 @@ import time
 import torch
 
 import ordo
-from ... import _C
+from ... import _C, _torch
 from .._tensors import from_ordo, is_xla_tensor, set_value, to_cpu, to_device, to_ordo  # noqa: F401 - is_xla_tensor: torch_xla's
 
 REDUCE_SUM = ordo.REDUCE_SUM
@@ -194,6 +194,9 @@ def mark_step(wait=False):
     """Cuts the calling thread's device's graph: compiles it (or reuses the
     compiled one) and runs it asynchronously; then the step closures."""
     ordo.mark_step(wait=wait)
+    # The Python objects of the tensors that died without the GIL since the
+    # last step (saved activations, on autograd's thread), released holding it.
+    _torch.release_parked_python_objects()
     _run_step_closures()
 
 
